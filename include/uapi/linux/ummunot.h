@@ -272,7 +272,8 @@ struct ummunot_batch {
  *	   handle in one batch), EFAULT.
  *
  * UMMUNOT_IOC_REARM: let regions report again.  Re-arming an armed region
- * is not an error.  Errors: as UNREGISTER.
+ * (or naming one twice) is not an error.
+ * Errors: ENOENT (unknown handle), EINVAL (count 0 or too large), EFAULT.
  */
 
 /*
@@ -299,7 +300,7 @@ struct ummunot_resync {
 	__u64 dropped;		/* out: events lost since the previous resync */
 };
 
-/* UMMUNOT_IOC_GET_STATS: this file's counters.  in: all zero. */
+/* UMMUNOT_IOC_GET_STATS: this file's counters (output only). */
 struct ummunot_stats {
 	__u64 regions;			/* watched now */
 	__u64 regions_armed;		/* of which armed */

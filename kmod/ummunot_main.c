@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * ummunot: module entry points, parameters and the misc device.
+ *
+ * /dev/ummunot lets a process watch ranges of its own address space and
+ * learn, through a ring it has mmap()ed, of every invalidation that may
+ * change the pages behind them, before the invalidating system call returns.
+ * Documentation/design.rst explains why; include/uapi/linux/ummunot.h is the
+ * ABI.
+ */
+#include <linux/kernel.h>
+#include <linux/miscdevice.h>
+#include <linux/mmu_notifier.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/mutex.h>
+
+#include "ummunot_priv.h"
+
+#define UMMUNOT_MODULE_VERSION	"0.1.0"
+
+/* Largest ring a file may ask for: 2^22 entries, 256 MiB. */
+#define UMMUNOT_RING_MAX_LIMIT	(1U << 22)
+
+unsigned int ummunot_max_regions = 131072;
+unsigned int ummunot_max_ring_entries = 262144;
+unsigned int ummunot_default_ring_entries = 4096;
+
+static int ummunot_param_set_regions(const char *val,
+				     const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 1, U32_MAX >> 1);
+}
+
+static int ummunot_param_set_ring(const char *val,
+				  const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, UMMUNOT_RING_MIN_ENTRIES,
+				     UMMUNOT_RING_MAX_LIMIT);
+}
+
+static const struct kernel_param_ops ummunot_regions_ops = {
+	.set = ummunot_param_set_regions,
+	.get = param_get_uint,
+};
+
+static const struct kernel_param_ops ummunot_ring_ops = {
+	.set = ummunot_param_set_ring,
+	.get = param_get_uint,
+};
+
+module_param_cb(max_regions, &ummunot_regions_ops, &ummunot_max_regions, 0644);
+MODULE_PARM_DESC(max_regions,
+		 "Most regions one open file may watch, fixed at its handshake (default 131072)");
+module_param_cb(max_ring_entries, &ummunot_ring_ops, &ummunot_max_ring_entries, 0644);
+MODULE_PARM_DESC(max_ring_entries,
+		 "Largest ring, in 64-byte entries, a handshake may ask for (default 262144, at most 4194304)");
+module_param_cb(default_ring_entries, &ummunot_ring_ops,
+		&ummunot_default_ring_entries, 0644);
+MODULE_PARM_DESC(default_ring_entries,
+		 "Ring size, in entries, when the handshake asks for 0 (default 4096)");
+
+/* Every open file, for the administrator's view (ummunot-stat). */
+static LIST_HEAD(ummunot_clients);
+static DEFINE_MUTEX(ummunot_clients_lock);
+
+void ummunot_client_add(struct ummunot_ctx *ctx)
+{
+	mutex_lock(&ummunot_clients_lock);
+	list_add_tail(&ctx->node, &ummunot_clients);
+	mutex_unlock(&ummunot_clients_lock);
+}
+
+void ummunot_client_del(struct ummunot_ctx *ctx)
+{
+	mutex_lock(&ummunot_clients_lock);
+	list_del(&ctx->node);
+	mutex_unlock(&ummunot_clients_lock);
+}
+
+static struct miscdevice ummunot_misc = {
+	.minor	= MISC_DYNAMIC_MINOR,
+	.name	= UMMUNOT_DEVICE_NAME,
+	.fops	= &ummunot_fops,
+	.mode	= 0666,
+};
+
+static int __init ummunot_init(void)
+{
+	int ret;
+
+	ret = ummunot_region_cache_init();
+	if (ret)
+		return ret;
+	ret = misc_register(&ummunot_misc);
+	if (ret) {
+		ummunot_region_cache_exit();
+		return ret;
+	}
+	pr_info("ummunot: version %s, ABI %d\n", UMMUNOT_MODULE_VERSION,
+		UMMUNOT_ABI_VERSION);
+	return 0;
+}
+
+static void __exit ummunot_exit(void)
+{
+	misc_deregister(&ummunot_misc);
+	/* Every file is closed (each held a module reference). */
+	mmu_notifier_synchronize();
+	ummunot_region_cache_exit();
+}
+
+module_init(ummunot_init);
+module_exit(ummunot_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_VERSION(UMMUNOT_MODULE_VERSION);
+MODULE_DESCRIPTION("Notify userspace of invalidations of watched virtual ranges");
+MODULE_AUTHOR("The ummunot authors");
