@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//
+// struct ummunot_monitor: one handshaken /dev/ummunot file and its ring.
+//
+// Thread safety: changed()/generation() may be called from any thread at
+// any time.  consume(), resync() and the batch operations must be
+// serialised by the caller (the ring has one consumer); the cache does so
+// with its writer mutex.
+#pragma once
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+
+#include <ummunot/ummunot.h>
+
+#include "device.hpp"
+#include "ring.hpp"
+
+struct ummunot_monitor {
+public:
+	static int open(std::unique_ptr<ummunot::detail::device> dev,
+			const ummunot_monitor_attr *attr, ummunot_monitor **out);
+	~ummunot_monitor();
+	ummunot_monitor(const ummunot_monitor &) = delete;
+	ummunot_monitor &operator=(const ummunot_monitor &) = delete;
+
+	int fd() const { return dev_->fd(); }
+	const ummunot_hello &hello() const { return hello_; }
+
+	// (F): pairs with the producer's (E) store-release of generation.
+	std::uint64_t generation() const
+	{
+		return ummunot::detail::ring_load_acquire(&hdr_->generation);
+	}
+
+	bool changed() const
+	{
+		return generation() != seen_gen_.load(std::memory_order_relaxed);
+	}
+
+	// Consume up to max pending events, calling fn(const ummunot_event &)
+	// for each.  Returns the number consumed, -EOVERFLOW if the kernel lost
+	// events (nothing consumed) or -EIO if the ring is inconsistent.
+	// *complete tells whether the ring was empty afterwards.
+	template <class F>
+	int consume(unsigned int max, bool *complete, F &&fn);
+
+	// Discard everything pending (used after RESYNC).
+	int discard();
+
+	// UMMUNOT_IOC_RESYNC first, then drain (discarding).  *dropped may be
+	// nullptr.
+	int resync(std::uint64_t *dropped);
+
+	int register_regions(ummunot_region *regions, unsigned int count,
+			     unsigned int *error_index);
+	int handles_op(unsigned long cmd, const std::uint64_t *handles,
+		       unsigned int count, unsigned int *error_index);
+	int set_filter(std::uint64_t mask, std::uint64_t *old_mask);
+	int stats(ummunot_stats *st);
+
+	// Remember g as fully consumed (for changed()).
+	void mark_seen(std::uint64_t g) { seen_gen_.store(g, std::memory_order_relaxed); }
+
+private:
+	ummunot_monitor() = default;
+	int handshake(const ummunot_monitor_attr *attr);
+
+	std::unique_ptr<ummunot::detail::device> dev_;
+	ummunot_hello hello_{};
+	void *map_ = nullptr;
+	std::uint64_t map_size_ = 0;
+	ummunot_ring_header *hdr_ = nullptr;
+	const unsigned char *entries_ = nullptr;
+	std::uint32_t nr_ = 0, mask_ = 0, entry_size_ = 0;
+	std::uint64_t cons_ = 0;		// our consumer index (we are its only writer)
+	std::atomic<std::uint64_t> seen_gen_{0};
+};
+
+template <class F>
+int ummunot_monitor::consume(unsigned int max, bool *complete, F &&fn)
+{
+	using namespace ummunot::detail;
+
+	*complete = false;
+	// The caller loads generation (F) before calling us, so every event
+	// published before that generation is covered by the producer index
+	// we load next.
+	if (ring_load_acquire(&hdr_->overflow))
+		return -EOVERFLOW;
+	// (C): pairs with (B); entries below prod are completely written.
+	std::uint64_t prod = ring_load_acquire(&hdr_->producer);
+	std::uint64_t avail = prod - cons_;
+
+	if (avail > nr_)
+		return -EIO;
+	unsigned int n = avail < max ? static_cast<unsigned int>(avail) : max;
+	for (unsigned int i = 0; i < n; i++) {
+		ummunot_event ev;
+		const unsigned char *src = entries_ +
+			static_cast<std::size_t>((cons_ + i) & mask_) * entry_size_;
+
+		std::memcpy(&ev, src, sizeof(ev));
+		fn(static_cast<const ummunot_event &>(ev));
+	}
+	cons_ += n;
+	// (D): pairs with (A); we are done reading the slots below cons_.
+	ring_store_release(&hdr_->consumer, cons_);
+	*complete = cons_ == prod;
+	return static_cast<int>(n);
+}
