@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Processes that exit with a live file (regions, pending events, overflow, a poller, an fd held elsewhere) release everything. */
+#include "helpers.h"
+
+#include <poll.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define NR 1000
+
+static int sv[2];
+static struct t_file cf;
+
+/* Child body: watch NR pages, unmap half (overflowing a 64-entry ring). */
+static void child_setup(void)
+{
+	static struct ummunot_region r[NR];
+	uint32_t idx;
+	char *p;
+	int ret;
+
+	t_file_open(&cf, 1);
+	p = t_map_anon(NR, true);
+	for (int i = 0; i < NR; i++)
+		r[i] = (struct ummunot_region){ .start = (uintptr_t)p + i * t_page,
+						.length = t_page, .cookie = i };
+	ret = t_register_batch(cf.fd, r, NR, &idx);
+	if (ret)
+		t_fail("child REGISTER: %s", t_errname(-ret));
+	munmap(p, NR / 2 * t_page);
+	if (!t_overflow(&cf))
+		t_fail("child: expected an overflow with %d events into %u entries",
+		       NR / 2, cf.hello.ring_entries);
+}
+
+static void *poller(void *arg)
+{
+	struct pollfd pfd = { .fd = cf.fd, .events = POLLIN };
+
+	(void)arg;
+	t_resync(&cf);
+	cf.cons = t_producer(&cf);
+	__atomic_store_n(&cf.hdr->consumer, cf.cons, __ATOMIC_RELEASE); /* (D) */
+	poll(&pfd, 1, 10000);	/* the process exits under us */
+	return NULL;
+}
+
+static void wait_child(pid_t pid, const char *what)
+{
+	int status;
+
+	T_EQ("waitpid", pid, waitpid(pid, &status, 0));
+	T_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		 "%s: child failed (status 0x%x)", what, status);
+}
+
+static void wait_refcnt(long want, const char *what)
+{
+	long rc = -1;
+
+	for (int i = 0; i < 200; i++) {
+		rc = t_module_refcnt();
+		if (rc == want)
+			return;
+		usleep(10000);
+	}
+	t_fail("%s: module refcnt expected %ld (baseline), got %ld: a file leaked",
+	       what, want, rc);
+}
+
+int main(int argc, char **argv)
+{
+	struct ummunot_hello h, ref;
+	struct ummunot_stats st;
+	long base;
+	pid_t pid;
+	int fd;
+
+	t_init(argc, argv);
+	/* Same ring size as the children: their mmap arguments. */
+	t_file_open(&cf, 1);
+	ref = cf.hello;
+	t_file_close(&cf);
+	base = t_module_refcnt();
+	T_ASSERT(base >= 0, "cannot read /sys/module/ummunot/refcnt");
+
+	/* 1: plain exit with a mapped ring, regions and an overflow. */
+	pid = fork();
+	T_ASSERT(pid >= 0, "fork: %s", t_errname(errno));
+	if (pid == 0) {
+		child_setup();
+		_exit(0);
+	}
+	wait_child(pid, "exit with live file");
+	wait_refcnt(base, "after exit with a live file");
+
+	/* 2: exit while another thread sleeps in poll() on the file. */
+	pid = fork();
+	T_ASSERT(pid >= 0, "fork: %s", t_errname(errno));
+	if (pid == 0) {
+		pthread_t th;
+
+		child_setup();
+		if (pthread_create(&th, NULL, poller, NULL))
+			_exit(3);
+		usleep(100000);
+		_exit(0);	/* exit_group with the poller asleep */
+	}
+	wait_child(pid, "exit with a poller");
+	wait_refcnt(base, "after exit with a poller");
+
+	/* 3: the fd outlives its mm in another process. */
+	T_OK("socketpair", socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
+	pid = fork();
+	T_ASSERT(pid >= 0, "fork: %s", t_errname(errno));
+	if (pid == 0) {
+		char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+		char c = 'f';
+		struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+				      .msg_control = cbuf,
+				      .msg_controllen = sizeof(cbuf) };
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+
+		child_setup();
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &cf.fd, sizeof(int));
+		if (sendmsg(sv[1], &msg, 0) != 1)
+			_exit(4);
+		_exit(0);
+	}
+	wait_child(pid, "exit after passing its fd");
+	{
+		char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+		char c;
+		struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+				      .msg_control = cbuf,
+				      .msg_controllen = sizeof(cbuf) };
+
+		T_EQ("recvmsg", 1, recvmsg(sv[0], &msg, 0));
+		T_ASSERT(CMSG_FIRSTHDR(&msg), "no fd received");
+		memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof(int));
+	}
+	T_ASSERT(t_module_refcnt() > base, "refcnt %ld with a file held by us (baseline %ld)",
+		 t_module_refcnt(), base);
+	memset(&st, 0, sizeof(st));
+	T_ERRNO("GET_STATS on a file whose mm has exited", EPERM,
+		ioctl(fd, UMMUNOT_IOC_GET_STATS, &st));
+	memset(&h, 0, sizeof(h));
+	h.abi_version = UMMUNOT_ABI_VERSION;
+	T_ERRNO("HELLO on a file whose mm has exited", EPERM,
+		ioctl(fd, UMMUNOT_IOC_HELLO, &h));
+	T_ERRNO("mmap of a file whose mm has exited", EPERM,
+		(long)mmap(NULL, ref.ring_mmap_size, PROT_READ | PROT_WRITE,
+			   MAP_SHARED, fd, ref.ring_mmap_offset));
+	close(fd);
+	wait_refcnt(base, "after closing a file whose mm had exited");
+	return T_EXIT_PASS;
+}
