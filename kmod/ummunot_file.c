@@ -54,8 +54,8 @@ static int ummunot_release(struct inode *inode, struct file *file)
 {
 	struct ummunot_ctx *ctx = file->private_data;
 
-	ummunot_client_del(ctx);
 	ummunot_regions_release(ctx);
+	ummunot_client_del(ctx);
 	ummunot_ring_free(ctx->ring);
 	mmdrop(ctx->mm);
 	mutex_destroy(&ctx->lock);
@@ -300,4 +300,5 @@ const struct file_operations ummunot_fops = {
 	.compat_ioctl	= compat_ptr_ioctl,
 	.mmap		= ummunot_mmap,
 	.poll		= ummunot_poll,
+	.show_fdinfo	= ummunot_show_fdinfo,
 };

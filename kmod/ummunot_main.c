@@ -13,7 +13,6 @@
 #include <linux/mmu_notifier.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
-#include <linux/mutex.h>
 
 #include "ummunot_priv.h"
 
@@ -60,29 +59,12 @@ module_param_cb(default_ring_entries, &ummunot_ring_ops,
 MODULE_PARM_DESC(default_ring_entries,
 		 "Ring size, in entries, when the handshake asks for 0 (default 4096)");
 
-/* Every open file, for the administrator's view (ummunot-stat). */
-static LIST_HEAD(ummunot_clients);
-static DEFINE_MUTEX(ummunot_clients_lock);
-
-void ummunot_client_add(struct ummunot_ctx *ctx)
-{
-	mutex_lock(&ummunot_clients_lock);
-	list_add_tail(&ctx->node, &ummunot_clients);
-	mutex_unlock(&ummunot_clients_lock);
-}
-
-void ummunot_client_del(struct ummunot_ctx *ctx)
-{
-	mutex_lock(&ummunot_clients_lock);
-	list_del(&ctx->node);
-	mutex_unlock(&ummunot_clients_lock);
-}
-
 static struct miscdevice ummunot_misc = {
 	.minor	= MISC_DYNAMIC_MINOR,
 	.name	= UMMUNOT_DEVICE_NAME,
 	.fops	= &ummunot_fops,
 	.mode	= 0666,
+	.groups	= ummunot_attr_groups,
 };
 
 static int __init ummunot_init(void)

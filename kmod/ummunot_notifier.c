@@ -63,8 +63,9 @@ static bool ummunot_invalidate(struct mmu_interval_notifier *mni,
 		/* Report once; REARM or UNREGISTER ends the quiet period. */
 		r->armed = false;
 		ctx->nr_armed--;
-		ctx->delivered[type]++;
-		wake = ummunot_ring_post(ctx, r, start, end, type);
+		if (ummunot_ring_post(ctx, r, start, end, type))
+			ctx->delivered[type]++;
+		wake = true;
 	}
 	spin_unlock(&ctx->event_lock);
 

@@ -98,9 +98,12 @@ struct ummunot_kregion {
 	bool marked;			/* under ctx->lock, batch duplicate check */
 };
 
-/* ummunot_main.c */
+/* ummunot_stats.c */
+struct seq_file;
+extern const struct attribute_group *ummunot_attr_groups[];
 void ummunot_client_add(struct ummunot_ctx *ctx);
 void ummunot_client_del(struct ummunot_ctx *ctx);
+void ummunot_show_fdinfo(struct seq_file *m, struct file *file);
 
 /* ummunot_ring.c */
 struct ummunot_ring *ummunot_ring_alloc(u32 nr_entries, u64 features);

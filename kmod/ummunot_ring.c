@@ -122,8 +122,9 @@ int ummunot_ring_mmap(struct ummunot_ring *ring, struct vm_area_struct *vma)
 
 /*
  * Write one event for region @r.  Called with ctx->event_lock held, from a
- * notifier callback: no sleeping, no allocation.  Returns true when a
- * poller may need waking (an event was written or the ring overflowed).
+ * notifier callback: no sleeping, no allocation.  Returns true when the
+ * event was written, false when it was dropped (ring full: overflow set).
+ * Pollers need waking either way.
  */
 bool ummunot_ring_post(struct ummunot_ctx *ctx, const struct ummunot_kregion *r,
 		       u64 start, u64 end, u32 type)
@@ -153,7 +154,7 @@ bool ummunot_ring_post(struct ummunot_ctx *ctx, const struct ummunot_kregion *r,
 		WRITE_ONCE(hdr->dropped, ring->dropped);
 		/* (E): pairs with the consumer's load-acquire of generation (F). */
 		smp_store_release(&hdr->generation, ++ring->gen);
-		return true;
+		return false;
 	}
 
 	e = &ring->entries[prod & ring->mask];

@@ -51,15 +51,19 @@
  * UMMUNOT_FEATURE_EVENT_FILTER: UMMUNOT_IOC_SET_FILTER is available.
  * UMMUNOT_FEATURE_BATCH: REGISTER/UNREGISTER/REARM take arrays.
  * UMMUNOT_FEATURE_STATS: UMMUNOT_IOC_GET_STATS is available.
+ * UMMUNOT_FEATURE_USER_AREA: the ring's header page has a user area that
+ *	the kernel shows in /proc/PID/fdinfo (see UMMUNOT_RING_USER_AREA_*).
  */
 #define UMMUNOT_FEATURE_RING_GENERATION	(1ULL << 0)
 #define UMMUNOT_FEATURE_EVENT_FILTER	(1ULL << 1)
 #define UMMUNOT_FEATURE_BATCH		(1ULL << 2)
 #define UMMUNOT_FEATURE_STATS		(1ULL << 3)
+#define UMMUNOT_FEATURE_USER_AREA	(1ULL << 4)
 #define UMMUNOT_FEATURES_V1		(UMMUNOT_FEATURE_RING_GENERATION | \
 					 UMMUNOT_FEATURE_EVENT_FILTER | \
 					 UMMUNOT_FEATURE_BATCH | \
-					 UMMUNOT_FEATURE_STATS)
+					 UMMUNOT_FEATURE_STATS | \
+					 UMMUNOT_FEATURE_USER_AREA)
 
 /*
  * Event types.  Values are this ABI's own, not the kernel's internal
@@ -209,6 +213,18 @@ struct ummunot_ring_header {
 
 #define UMMUNOT_RING_HEADER_PRODUCER_OFFSET	128
 #define UMMUNOT_RING_HEADER_CONSUMER_OFFSET	256
+
+/*
+ * The user area: bytes [2048, 4096) of the ring's header page belong to the
+ * consumer.  The kernel never interprets them; it shows them as native
+ * 64-bit words, each printed as 16 hex digits after a space, up to the last
+ * non-zero word, as the "user_area:" line of /proc/PID/fdinfo/FD, so
+ * that tools (ummunot-stat) can read a library's counters with the same
+ * permission check as fdinfo and no cooperation from the process.  The
+ * format of the bytes is the library's (lib/ documents libummunot's).
+ */
+#define UMMUNOT_RING_USER_AREA_OFFSET		2048
+#define UMMUNOT_RING_USER_AREA_SIZE		2048
 
 /*
  * One event: the region identified by handle (and its cookie) saw an
