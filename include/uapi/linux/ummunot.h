@@ -82,8 +82,8 @@
  *   OTHER    an invalidation reason this module does not know (newer
  *            kernel); delivered because it may change the pages
  * Filtered by default (same pages, only protection or bookkeeping changed):
- *   PROTECTION_VMA   mprotect, NUMA hinting
- *   PROTECTION_PAGE  write-protection for fork's copy-on-write, uffd-wp
+ *   PROTECTION_VMA   mprotect, NUMA hinting, userfaultfd write-protect
+ *   PROTECTION_PAGE  write-protection for fork's copy-on-write
  *   SOFT_DIRTY       /proc/PID/clear_refs soft-dirty tracking
  *   EXCLUSIVE        make_device_exclusive
  */
