@@ -462,6 +462,8 @@ int ummunot_cache::insert_locked(std::uint64_t a, std::uint64_t b, int access,
 
 		// 3. Did it change between 1 and 2?  Drain and look.
 		r = process_events_locked();
+		if (r > 0)
+			r = 0;
 		bool dead = e->refs.load(std::memory_order_relaxed) & entry::DEAD;
 		if (!r && !dead)
 			break;
