@@ -63,6 +63,7 @@ int main(int argc, char **argv)
 			continue;
 		ret = sys_move_pages(p + t_page, nodes[i], &status);
 		if (ret == 0 && status == nodes[i]) {
+			t_log("migrated with move_pages from node %d to node %d", cur, nodes[i]);
 			t_expect_event(&f, 15, h, (uintptr_t)p + t_page,
 				       (uintptr_t)p + 2 * t_page,
 				       UMMUNOT_EVENT_CLEAR);
@@ -82,6 +83,7 @@ int main(int argc, char **argv)
 	if (cur >= 0) {
 		ret = sys_move_pages(p + t_page, cur, &status);
 		if (t_pending(&f)) {
+			t_log("move_pages to the same node %d migrated the page", cur);
 			t_expect_event(&f, 15, h, (uintptr_t)p + t_page,
 				       (uintptr_t)p + 2 * t_page,
 				       UMMUNOT_EVENT_CLEAR);
@@ -98,6 +100,7 @@ int main(int argc, char **argv)
 	}
 	t_expect_event(&f, 15, h, (uintptr_t)p + t_page, (uintptr_t)p + 2 * t_page,
 		       UMMUNOT_EVENT_CLEAR);
+	t_log("%d NUMA node(s): migrated with MADV_SOFT_OFFLINE", nr);
 	T_EQ("page content after soft-offline migration", 1, p[t_page]);
 out:
 	munmap(p, 4 * t_page);
