@@ -52,7 +52,7 @@ int main(int argc, char **argv)
 {
 	bu_init("vm-events", argc, argv);
 	const unsigned int N = 65536;
-	const int drain_reps = bu_quick ? 5 : 15, lat_reps = bu_quick ? 300 : 2000;
+	const int drain_reps = bu_quick ? 5 : 15, lat_reps = bu_quick ? 300 : 1000;
 	struct ummunot_monitor_attr attr = {.ring_entries = 2 * N};
 	static struct ummunot_region regs[65536];
 	static struct ummunot_event ev[256];

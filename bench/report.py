@@ -1,0 +1,275 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""Turn one scripts/bench run (DIR/raw/*.json) into DIR/results.md and
+DIR/*.png (gnuplot).  Standard library only.  Every comparison is a ratio
+of figures measured in the same run; targets are checked and a miss is
+stated with its size, never hidden."""
+import json
+import os
+import subprocess
+import sys
+
+
+def load(raw, name):
+    p = os.path.join(raw, name + '.json')
+    if not os.path.exists(p):
+        return None
+    with open(p) as f:
+        return json.load(f)
+
+
+def verdict(ok, how):
+    return ('met' if ok else 'MISSED') + (' (' + how + ')' if how else '')
+
+
+def gnuplot(out, name, script):
+    path = os.path.join(out, name + '.gp')
+    with open(path, 'w') as f:
+        f.write("set terminal pngcairo size 800,500 noenhanced\n"
+                "set output '%s'\n" % os.path.join(out, name + '.png'))
+        f.write(script)
+    r = subprocess.run(['gnuplot', path], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.stderr.write('report: gnuplot %s failed: %s\n' % (name, r.stderr))
+        return False
+    return True
+
+
+def main():
+    out = sys.argv[1]
+    raw = os.path.join(out, 'raw')
+    md = []
+    w = md.append
+    meta = load(raw, 'meta') or {}
+    w('# ummunot benchmarks, %s\n' % meta.get('date', '?'))
+    w('Host: %s; load average at start: %s; mode: %s; VM kernel %s (QEMU/TCG, '
+      'absolute VM times are emulated and only their ratios mean anything).\n'
+      % (meta.get('host', '?'), meta.get('load', '?'), meta.get('mode', '?'),
+         meta.get('kernel', '?')))
+    targets = []
+
+    # 1. cache hit -----------------------------------------------------
+    ch = load(raw, 'cache-hit')
+    if ch:
+        ctx = ch.get('context', {})
+        med = {}
+        for b in ch['benchmarks']:
+            if b.get('aggregate_name', 'median') != 'median' and 'aggregate_name' in b:
+                continue
+            var = b['run_name'].split('/')[0][3:]
+            med[(var, b['threads'])] = b
+        threads = sorted({t for (_, t) in med})
+        variants = ['ummunot', 'ucx_rcache', 'mutex_map']
+        w('## 1. Cache hit cost (get + put), host\n')
+        w('%s regions of %s bytes, random 4 KiB hits, no-op backend; libummunot over '
+          'the %s.  Medians of %s repetitions, variants interleaved at random.  '
+          '"ns/op" is wall time per operation of the whole process (1e9 / aggregate '
+          'ops/s); "cpu ns" is CPU time per operation of one thread.\n'
+          % (ctx.get('regions', '?'), ctx.get('region_len', '?'),
+             ctx.get('ummunot_device', '?'), meta.get('reps', '?')))
+        w('| threads | ummunot ns/op | UCX rcache ns/op | mutex+map ns/op | ummunot cpu ns '
+          '| UCX cpu ns | ummunot Mops/s | UCX Mops/s | mutex+map Mops/s | ummunot/UCX ops/s |')
+        w('|---|---|---|---|---|---|---|---|---|---|')
+        dat = []
+        for t in threads:
+            row = [str(t)]
+            ips = {v: med[(v, t)]['items_per_second'] for v in variants if (v, t) in med}
+            for v in variants:
+                row.append('%.1f' % (1e9 / ips[v]) if v in ips else '-')
+            for v in variants[:2]:
+                row.append('%.1f' % med[(v, t)]['cpu_time'] if (v, t) in med else '-')
+            for v in variants:
+                row.append('%.2f' % (ips[v] / 1e6) if v in ips else '-')
+            row.append('%.2fx' % (ips['ummunot'] / ips['ucx_rcache']))
+            w('| ' + ' | '.join(row) + ' |')
+            dat.append('%d %s' % (t, ' '.join('%g' % (ips.get(v, 0) / 1e6) for v in variants)))
+        w('')
+        with open(os.path.join(out, 'cache-hit.dat'), 'w') as f:
+            f.write('\n'.join(dat) + '\n')
+        if gnuplot(out, 'cache-hit',
+                   "set title 'Cache hit (get+put): aggregate throughput'\n"
+                   "set xlabel 'threads'; set ylabel 'Mops/s (higher is better)'\n"
+                   "set xtics (1,2,4); set key left top; set grid\n"
+                   "plot '%s' u 1:2 w lp t 'libummunot', '' u 1:3 w lp t 'UCX ucs_rcache', "
+                   "'' u 1:4 w lp t 'mutex + std::map'\n" % os.path.join(out, 'cache-hit.dat')):
+            w('![cache hit](cache-hit.png)\n')
+        # Single thread: CPU time, which the other tenants of a shared host
+        # disturb far less than wall time (both are in the table).
+        one = {v: med[(v, 1)]['cpu_time'] for v in variants}
+        r1 = one['ummunot'] / one['ucx_rcache']
+        targets.append(('1', 'single-thread hit <= 0.5x UCX (CPU time)',
+                        '%.2fx (%.1f vs %.1f ns)' % (r1, one['ummunot'], one['ucx_rcache']),
+                        verdict(r1 <= 0.5, '' if r1 <= 0.5 else 'by %.1fx' % (r1 / 0.5))))
+        if (('ummunot', 2) in med):
+            r2 = med[('ummunot', 2)]['items_per_second'] / med[('ucx_rcache', 2)]['items_per_second']
+            targets.append(('1', '2-thread aggregate >= 10x UCX', '%.2fx' % r2,
+                            verdict(r2 >= 10, '' if r2 >= 10 else 'by %.1fx' % (10 / r2))))
+            grows = all(med[('ummunot', t)]['items_per_second'] >
+                        med[('ummunot', 1)]['items_per_second'] for t in threads if t > 1)
+            targets.append(('1', 'ummunot aggregate grows with threads',
+                            ', '.join('%d: %.2f M/s' % (t, med[('ummunot', t)]['items_per_second'] / 1e6)
+                                      for t in threads),
+                            verdict(grows, 'host has %s cores' % meta.get('cpus', '?'))))
+
+    # 2. munmap ----------------------------------------------------------
+    mu = load(raw, 'vm-munmap')
+    if mu:
+        w('## 2. Cost added to munmap() of a watched 64 KiB region, VM\n')
+        w('Median of %d rounds x %d munmaps per variant, interleaved.\n'
+          % (mu['rounds'], mu['per_round']))
+        w('| pages | monitor | munmap us | ratio to none |')
+        w('|---|---|---|---|')
+        for r in mu['results']:
+            w('| %s | %s | %.1f | %.2fx |' % (r['pages'], r['monitor'], r['munmap_ns'] / 1e3,
+                                          r['ratio_to_none']))
+            if r['monitor'] == 'ummunot':
+                targets.append(('2', 'munmap with ummunot <= 1.1x (%s)' % r['pages'],
+                                '%.2fx' % r['ratio_to_none'],
+                                verdict(r['ratio_to_none'] <= 1.1, '')))
+        w('')
+
+    # 3. scale -------------------------------------------------------------
+    sc = load(raw, 'vm-scale')
+    if sc:
+        w('## 3. Scaling with the number of watched regions, VM\n')
+        w('| regions watched | register one (us) | unregister one (us) |')
+        w('|---|---|---|')
+        dat = []
+        for r in sc['register']:
+            w('| %d | %.2f | %.2f |' % (r['regions'], r['register_ns'] / 1e3, r['unregister_ns'] / 1e3))
+            dat.append('%d %g %g' % (r['regions'], r['register_ns'] / 1e3, r['unregister_ns'] / 1e3))
+        w('')
+        with open(os.path.join(out, 'scale.dat'), 'w') as f:
+            f.write('\n'.join(dat) + '\n')
+        w('| regions invalidated by one munmap | munmap (us) | per region (ns) |')
+        w('|---|---|---|')
+        for r in sc['munmap_fanout']:
+            w('| %d | %.1f | %.0f |' % (r['regions'], r['munmap_ns'] / 1e3, r['ns_per_region']))
+        w('')
+        if gnuplot(out, 'scale',
+                   "set title 'Register/unregister one region vs regions watched (VM)'\n"
+                   "set logscale x; set xlabel 'regions watched'; set ylabel 'us per ioctl'\n"
+                   "set yrange [0:*]; set key left top; set grid\n"
+                   "plot '%s' u 1:2 w lp t 'register', '' u 1:3 w lp t 'unregister'\n"
+                   % os.path.join(out, 'scale.dat')):
+            w('![scale](scale.png)\n')
+        regs = sc['register']
+        lo, hi = regs[0], regs[-1]
+        grow = hi['register_ns'] / lo['register_ns']
+        # O(log n): from n0 to n1 the cost may grow by about log(n1)/log(n0).
+        import math
+        allowed = math.log(hi['regions']) / math.log(lo['regions'])
+        targets.append(('3', 'register cost O(log n) or better',
+                        '%.2fx from %d to %d regions (log ratio %.1fx)'
+                        % (grow, lo['regions'], hi['regions'], allowed),
+                        verdict(grow <= 2 * allowed, 'allowing 2x noise')))
+        fo = sc['munmap_fanout']
+        per = [r['ns_per_region'] for r in fo if r['regions'] >= 1000]
+        if len(per) >= 2:
+            targets.append(('3', 'munmap fan-out linear in regions (per-region cost flat)',
+                            '%.0f ns -> %.0f ns per region' % (per[0], per[-1]),
+                            verdict(per[-1] <= 2 * per[0] * math.log(fo[-1]['regions']) / math.log(1000), '')))
+
+    # 4. RDMA --------------------------------------------------------------
+    rd = load(raw, 'vm-rdma')
+    if rd:
+        w('## 4. malloc + RDMA WRITE + free over Soft-RoCE (rxe), VM\n')
+        w('Median per-message time of %d interleaved rounds; every message checked at '
+          'the target (stale = the WRITE did not carry this message).\n' % rd['rounds'])
+        w('| bytes | per-message reg (us) | ummunot cache (us) | preregistered (us) '
+          '| cache / prereg | gain over per-message | stale | hits/misses |')
+        w('|---|---|---|---|---|---|---|---|')
+        dat = []
+        worst = 0
+        for r in rd['results']:
+            w('| %d | %.0f | %.0f | %.0f | %.2fx | %.2fx | %d | %d/%d |'
+              % (r['bytes'], r['per-message_ns'] / 1e3, r['ummunot_ns'] / 1e3,
+                 r['preregistered_ns'] / 1e3, r['ummunot_over_preregistered'],
+                 r['per_message_over_ummunot'], r['stale'], r['cache_hits'], r['cache_misses']))
+            dat.append('%d %g %g %g' % (r['bytes'] / 1024, r['per-message_ns'] / 1e3,
+                                        r['ummunot_ns'] / 1e3, r['preregistered_ns'] / 1e3))
+            worst = max(worst, r['ummunot_over_preregistered'])
+        w('')
+        with open(os.path.join(out, 'rdma.dat'), 'w') as f:
+            f.write('\n'.join(dat) + '\n')
+        if gnuplot(out, 'rdma',
+                   "set title 'malloc + RDMA WRITE + free over rxe (VM, TCG)'\n"
+                   "set logscale xy; set xlabel 'message KiB'; set ylabel 'us per message'\n"
+                   "set key left top; set grid\n"
+                   "plot '%s' u 1:2 w lp t 'register per message', '' u 1:3 w lp t 'libummunot cache', "
+                   "'' u 1:4 w lp t 'preregistered (limit)'\n" % os.path.join(out, 'rdma.dat')):
+            w('![rdma](rdma.png)\n')
+        targets.append(('4', 'cache within 10% of preregistered at every size',
+                        'worst %.2fx' % worst, verdict(worst <= 1.10, '')))
+        targets.append(('4', 'zero stale hits', '%d' % rd['stale_total'],
+                        verdict(rd['stale_total'] == 0, '')))
+
+    # 5. events ------------------------------------------------------------
+    ev = load(raw, 'vm-events')
+    if ev:
+        w('## 5. Event drain and visibility, VM\n')
+        w('| drain (events/s, %d events) | seen - munmap return, median (us) | p90 (us) '
+          '| seen - munmap start, median (us) |' % ev['drain_events'])
+        w('|---|---|---|---|')
+        w('| %.3g | %.1f | %.1f | %.1f |' % (ev['drain_events_per_s'],
+                                           ev['seen_minus_return_ns_median'] / 1e3,
+                                           ev['seen_minus_return_ns_p90'] / 1e3,
+                                           ev['seen_minus_start_ns_median'] / 1e3))
+        w('\nNegative "seen - return": the other thread saw the generation move before '
+          'munmap() had returned in the unmapping thread (the event is written inside '
+          'the notifier).\n')
+
+    # 6. memory ------------------------------------------------------------
+    sc_mem = sc['memory'] if sc else None
+    cm = load(raw, 'cache-mem-vm') or load(raw, 'cache-mem')
+    if sc_mem or cm:
+        w('## 6. Memory\n')
+        w('| what | bytes |')
+        w('|---|---|')
+        if sc_mem:
+            w('| kernel, per watched region (Slab delta at %d regions) | %.1f |'
+              % (sc_mem['regions'], sc_mem['slab_bytes_per_region']))
+            w('| kernel, per watched region (MemAvailable delta) | %.1f |'
+              % sc_mem['memavailable_bytes_per_region'])
+            if 'kregion_objsize' in sc_mem:
+                w('| ummunot_kregion slab object size | %d |' % sc_mem['kregion_objsize'])
+            w('| ring, per entry (%d entries, header page included) | %.2f |'
+              % (sc_mem['ring_entries'], sc_mem['ring_bytes_per_entry']))
+            targets.append(('6', 'kernel <= 128 bytes per region',
+                            '%.1f' % sc_mem['slab_bytes_per_region'],
+                            verdict(sc_mem['slab_bytes_per_region'] <= 128,
+                                    '' if sc_mem['slab_bytes_per_region'] <= 128 else
+                                    'by %.1f bytes' % (sc_mem['slab_bytes_per_region'] - 128))))
+        if cm:
+            w('| libummunot, per cached registration (%d entries, steady) | %.1f |'
+              % (cm['entries'], cm['ummunot_bytes_per_entry']))
+            w('| libummunot, per cached registration, before the grace period | %.1f |'
+              % cm['ummunot_transient_bytes_per_entry'])
+            w('| UCX ucs_rcache, per region | %.1f |' % cm['ucx_rcache_bytes_per_entry'])
+            w('| mutex + std::map, per entry | %.1f |' % cm['mutex_map_bytes_per_entry'])
+            if 'ummunot_miss_ns' in cm:
+                w('| (time per miss while filling: libummunot %.0f ns, UCX %.0f ns) | |'
+                  % (cm['ummunot_miss_ns'], cm['ucx_miss_ns']))
+            targets.append(('6', 'library <= 192 bytes per cached entry',
+                            '%.1f' % cm['ummunot_bytes_per_entry'],
+                            verdict(cm['ummunot_bytes_per_entry'] <= 192,
+                                    '' if cm['ummunot_bytes_per_entry'] <= 192 else
+                                    'by %.1f bytes' % (cm['ummunot_bytes_per_entry'] - 192))))
+        w('')
+
+    w('## Targets\n')
+    w('| # | target | measured | verdict |')
+    w('|---|---|---|---|')
+    for t in targets:
+        w('| %s | %s | %s | %s |' % t)
+    w('')
+    missing = [n for n in ['cache-hit', 'vm-munmap', 'vm-scale', 'vm-rdma', 'vm-events']
+               if not os.path.exists(os.path.join(raw, n + '.json'))]
+    if missing:
+        w('Not measured in this run (see the log): %s\n' % ', '.join(missing))
+    with open(os.path.join(out, 'results.md'), 'w') as f:
+        f.write('\n'.join(md) + '\n')
+
+
+if __name__ == '__main__':
+    main()
