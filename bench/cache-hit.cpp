@@ -34,6 +34,8 @@
 #include <string>
 #include <vector>
 
+#include <urcu/urcu-memb.h>
+
 #include <ummunot/ummunot.h>
 
 #include "fake_device.hpp"
@@ -406,8 +408,49 @@ void raise_memlock()
 		     (unsigned long long)rl.rlim_cur, region_len, region_max);
 }
 
+/* ---------------------------------------------------------------- */
+/* Parts of a hit, single thread, to explain the totals above       */
+/* ---------------------------------------------------------------- */
+
+// liburcu-memb read-side critical section, as the library calls it (not
+// inlined: the library does not define _LGPL_SOURCE).
+void BM_part_urcu_read_lock_unlock(benchmark::State &state)
+{
+	urcu_memb_register_thread();
+	for (auto _ : state) {
+		urcu_memb_read_lock();
+		benchmark::ClobberMemory();
+		urcu_memb_read_unlock();
+	}
+	urcu_memb_unregister_thread();
+}
+
+// The reference count: acquire CAS on get, acq_rel fetch_sub on put.
+void BM_part_refcount_cas_sub(benchmark::State &state)
+{
+	static std::atomic<std::uint64_t> refs{0};
+	for (auto _ : state) {
+		std::uint64_t v = refs.load(std::memory_order_relaxed);
+		while (!refs.compare_exchange_weak(v, v + 1, std::memory_order_acquire,
+						   std::memory_order_relaxed))
+			;
+		refs.fetch_sub(1, std::memory_order_acq_rel);
+	}
+}
+
+// One relaxed atomic add (a statistics counter).
+void BM_part_relaxed_fetch_add(benchmark::State &state)
+{
+	static std::atomic<std::uint64_t> c{0};
+	for (auto _ : state)
+		c.fetch_add(1, std::memory_order_relaxed);
+}
+
 } // namespace
 
+BENCHMARK(BM_part_urcu_read_lock_unlock);
+BENCHMARK(BM_part_refcount_cas_sub);
+BENCHMARK(BM_part_relaxed_fetch_add);
 BENCHMARK(BM_ummunot)->Setup(umn_setup)->Teardown(umn_teardown)
 	->ThreadRange(1, 4)->UseRealTime();
 BENCHMARK(BM_ucx_rcache)->Setup(ucx_setup)->Teardown(ucx_teardown)
