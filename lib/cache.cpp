@@ -163,6 +163,7 @@ int ummunot_cache::get(std::uint64_t addr, std::uint64_t len, int access,
 	int r = process_events_locked();
 	if (r < 0)
 		return r;
+	r = 0;
 	// Another thread may have added it meanwhile; under mu_ the snapshot
 	// cannot change under us.
 	e = lookup(index_.load(std::memory_order_relaxed), a, b, access);

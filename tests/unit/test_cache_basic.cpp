@@ -81,9 +81,10 @@ TEST_CASE("overlapping and adjacent ranges with equal access merge", "[cache]")
 	CHECK(f.stats().entries == 1);
 	// a was replaced but is still held: not deregistered yet.
 	CHECK(f.be.deregs == 0);
+	mr_record *ma = rec(a);		// a must not be touched after its put
 	CHECK(ummunot_cache_put(f.cache, a) == 0);
 	CHECK(f.be.deregs == 1);
-	CHECK(rec(a)->deregs == 1);
+	CHECK(ma->deregs == 1);
 	// The merged entry now serves the whole range.
 	const ummunot_reg *c = f.get(BASE + PAGE, PAGE);
 	CHECK(c == b);
@@ -101,14 +102,15 @@ TEST_CASE("an invalidation overlapping part of an entry drops the entry", "[cach
 	fixture f;
 	const ummunot_reg *r = f.get(BASE, 4 * PAGE);
 	REQUIRE(r);
+	mr_record *mr = rec(r);
 	ummunot_cache_put(f.cache, r);
 	// "munmap of one page in the middle returned"
 	REQUIRE(f.fake->invalidate(BASE + PAGE, BASE + 2 * PAGE, UMMUNOT_EVENT_UNMAP) == 1);
 	// Unused, so the next get deregisters it on the spot and registers anew.
 	const ummunot_reg *r2 = f.get(BASE + 3 * PAGE, PAGE);
 	REQUIRE(r2);
-	CHECK(rec(r2) != rec(r));
-	CHECK(rec(r)->deregs == 1);
+	CHECK(rec(r2) != mr);
+	CHECK(mr->deregs == 1);
 	CHECK(r2->addr == BASE + 3 * PAGE);
 	auto s = f.stats();
 	CHECK(s.invalidations[UMMUNOT_EVENT_UNMAP] == 1);
@@ -135,9 +137,10 @@ TEST_CASE("an entry invalidated while held is deregistered exactly once, on the 
 	CHECK(r3 != r1);
 	CHECK(ummunot_cache_put(f.cache, r1) == 0);
 	CHECK(rec(r2)->deregs == 0);
+	mr_record *m2 = rec(r2);
 	CHECK(ummunot_cache_put(f.cache, r2) == 0);
-	CHECK(rec(r2)->deregs == 1);
-	CHECK(rec(r2)->dereg_while_held == 0);
+	CHECK(m2->deregs == 1);
+	CHECK(m2->dereg_while_held == 0);
 	ummunot_cache_put(f.cache, r3);
 	ummunot_cache_destroy(f.cache);
 	f.cache = nullptr;
@@ -150,9 +153,10 @@ TEST_CASE("flush evicts only unused entries", "[cache]")
 	fixture f;
 	const ummunot_reg *a = f.get(BASE, PAGE);
 	const ummunot_reg *b = f.get(BASE + 8 * PAGE, PAGE);
+	mr_record *ma = rec(a);		// a must not be touched after its put
 	ummunot_cache_put(f.cache, a);
 	CHECK(ummunot_cache_flush(f.cache) == 1);
-	CHECK(rec(a)->deregs == 1);
+	CHECK(ma->deregs == 1);
 	CHECK(rec(b)->deregs == 0);
 	CHECK(f.stats().evictions == 1);
 	ummunot_cache_put(f.cache, b);

@@ -27,7 +27,7 @@ TEST_CASE("concurrent get/put with invalidations never returns a stale registrat
 	for (auto &s : stamp)
 		s = 0;
 	std::atomic<bool> stop{false};
-	std::atomic<int> stale{0}, errors{0}, gets{0};
+	std::atomic<int> stale{0}, errors{0}, gets{0}, first_error{0};
 
 	auto buf = [](int i) { return BASE + std::uint64_t(i) * 4 * PAGE; };
 
@@ -58,6 +58,8 @@ TEST_CASE("concurrent get/put with invalidations never returns a stale registrat
 				if (e == -ENOSPC || e == -EAGAIN)
 					continue;	// all entries held / range kept changing
 				if (e) {
+					int z = 0;
+					first_error.compare_exchange_strong(z, e);
 					errors++;
 					continue;
 				}
@@ -78,6 +80,7 @@ TEST_CASE("concurrent get/put with invalidations never returns a stale registrat
 	stop = true;
 	inval.join();
 
+	INFO("first get error " << first_error.load());
 	CHECK(errors == 0);
 	CHECK(stale == 0);
 	CHECK(gets > 0);
