@@ -122,7 +122,8 @@ def main():
     mu = load(raw, 'vm-munmap')
     if mu:
         w('## 2. Cost added to munmap() of a watched 64 KiB region, VM\n')
-        w('Median of %d rounds x %d munmaps per variant, interleaved.\n'
+        w('Median of %d round medians, each over %d munmaps per variant; variants '
+          'alternate munmap by munmap.\n'
           % (mu['rounds'], mu['per_round']))
         w('| pages | monitor | munmap us | ratio to none |')
         w('|---|---|---|---|')
@@ -181,18 +182,21 @@ def main():
     rd = load(raw, 'vm-rdma')
     if rd:
         w('## 4. malloc + RDMA WRITE + free over Soft-RoCE (rxe), VM\n')
-        w('Median per-message time of %d interleaved rounds; every message checked at '
-          'the target (stale = the WRITE did not carry this message).\n' % rd['rounds'])
+        w('Variants alternate message by message for about %.0f s per size (at least %d '
+          'messages each); medians per message.  Every message is checked at the target '
+          '(stale = the WRITE did not carry this message).  "samples" is messages per '
+          'variant.\n' % (rd['budget_ns_per_size'] / 1e9, rd['min_messages']))
         w('| bytes | per-message reg (us) | ummunot cache (us) | preregistered (us) '
-          '| cache / prereg | gain over per-message | stale | hits/misses |')
-        w('|---|---|---|---|---|---|---|---|')
+          '| cache / prereg | gain over per-message | stale | hits/misses | samples |')
+        w('|---|---|---|---|---|---|---|---|---|')
         dat = []
         worst = 0
         for r in rd['results']:
-            w('| %d | %.0f | %.0f | %.0f | %.2fx | %.2fx | %d | %d/%d |'
+            w('| %d | %.0f | %.0f | %.0f | %.2fx | %.2fx | %d | %d/%d | %d |'
               % (r['bytes'], r['per-message_ns'] / 1e3, r['ummunot_ns'] / 1e3,
                  r['preregistered_ns'] / 1e3, r['ummunot_over_preregistered'],
-                 r['per_message_over_ummunot'], r['stale'], r['cache_hits'], r['cache_misses']))
+                 r['per_message_over_ummunot'], r['stale'], r['cache_hits'], r['cache_misses'],
+                 r.get('samples_per_variant', 0)))
             dat.append('%d %g %g %g' % (r['bytes'] / 1024, r['per-message_ns'] / 1e3,
                                         r['ummunot_ns'] / 1e3, r['preregistered_ns'] / 1e3))
             worst = max(worst, r['ummunot_over_preregistered'])

@@ -5,7 +5,7 @@
  * event read after munmap returns) vs a userfaultfd monitor built the way
  * libfabric's is (UFFD_FEATURE_EVENT_UNMAP | EVENT_REMOVE, the range
  * registered with UFFDIO_REGISTER_MODE_MISSING, a reader thread consuming
- * events).  Only munmap() is timed.  Variants are interleaved in rounds;
+ * events).  Only munmap() is timed.  Variants alternate munmap by munmap;
  * the median per round and the median of rounds give each variant's time,
  * reported with its ratio to "none" of the same run.  Runs in the VM.
  */
@@ -127,15 +127,17 @@ int main(int argc, char **argv)
 	bu_init("vm-munmap", argc, argv);
 	int rounds = bu_quick ? 5 : 15, per_round = bu_quick ? 100 : 300;
 	double *round_med[2][NR_VARIANTS];
-	double *tmp = calloc(per_round, sizeof(double));
+	double *tmp[NR_VARIANTS];
 	pthread_t th;
 
 	BU_OK("ummunot_monitor_open", ummunot_monitor_open(NULL, &mon));
 	uffd_open();
 	pthread_create(&th, NULL, uffd_reader, NULL);
-	for (int t = 0; t < 2; t++)
-		for (int v = 0; v < NR_VARIANTS; v++)
+	for (int v = 0; v < NR_VARIANTS; v++) {
+		tmp[v] = calloc(per_round, sizeof(double));
+		for (int t = 0; t < 2; t++)
 			round_med[t][v] = calloc(rounds, sizeof(double));
+	}
 
 	/* Warm-up: page tables, the slab caches, the reader thread. */
 	for (int v = 0; v < NR_VARIANTS; v++)
@@ -144,16 +146,22 @@ int main(int argc, char **argv)
 	unsigned long uffd_before = atomic_load(&uffd_events);
 	unsigned long uffd_expected = 0;
 
+	/*
+	 * Interleave at munmap granularity (rotating the order) so that the
+	 * host's noise hits every variant alike; a round is per_round
+	 * munmaps of each variant and yields one median per variant.
+	 */
 	for (int k = 0; k < rounds; k++) {
 		for (int t = 0; t < 2; t++) {
-			for (int j = 0; j < NR_VARIANTS; j++) {
-				int v = (j + k) % NR_VARIANTS;	/* rotate the order */
-				for (int i = 0; i < per_round; i++)
-					tmp[i] = one(v, t);
-				if (v == V_UFFD)
-					uffd_expected += per_round;
-				round_med[t][v][k] = bu_median(tmp, per_round);
+			for (int i = 0; i < per_round; i++) {
+				for (int j = 0; j < NR_VARIANTS; j++) {
+					int v = (j + i) % NR_VARIANTS;
+					tmp[v][i] = one(v, t);
+				}
 			}
+			uffd_expected += per_round;
+			for (int v = 0; v < NR_VARIANTS; v++)
+				round_med[t][v][k] = bu_median(tmp[v], per_round);
 		}
 		bu_log("round %d/%d", k + 1, rounds);
 	}

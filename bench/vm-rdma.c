@@ -11,8 +11,8 @@
  * Every message carries its sequence number in its first and last 8
  * bytes; the target checks both after each completion, so a stale
  * registration (the WRITE taking the old pages) is counted, not assumed.
- * Variants are interleaved in rounds and the median per-message time of
- * the rounds is reported with the ratios of the same run.
+ * Variants are interleaved message by message and the median per-message
+ * time of each is reported with the ratios of the same run.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -208,8 +208,9 @@ int main(int argc, char **argv)
 {
 	bu_init("vm-rdma", argc, argv);
 	static const size_t sizes[] = {4096, 16384, 65536, 262144, 1u << 20, 4u << 20};
-	const int nsizes = 6, rounds = bu_quick ? 3 : 7;
-	const double budget_ns = bu_quick ? 15e6 : 60e6;	/* per variant per round */
+	const int nsizes = 6, min_msgs = bu_quick ? 5 : 15, max_msgs = 20000;
+	/* Per size, all three variants together. */
+	const uint64_t budget_ns = bu_quick ? 4000000000ull : 12000000000ull;
 	struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
 	struct ummunot_cache_stats st0, st1;
 
@@ -228,35 +229,42 @@ int main(int argc, char **argv)
 
 	bu_json_obj_begin(NULL);
 	bu_json_str("bench", "rdma");
-	bu_json_u64("rounds", rounds);
+	bu_json_u64("min_messages", min_msgs);
+	bu_json_u64("budget_ns_per_size", budget_ns);
 	bu_json_arr_begin("results");
 	for (int s = 0; s < nsizes; s++) {
 		size_t len = sizes[s];
 		double med[NR_VARIANTS], *r[NR_VARIANTS];
 		uint64_t msgs = 0, stale0 = stale;
+		int samples = 0;
 
 		BU_OK("stats", ummunot_cache_stats(cache, &st0));
 		for (int v = 0; v < NR_VARIANTS; v++) {
-			r[v] = calloc(rounds, sizeof(double));
+			r[v] = calloc(max_msgs, sizeof(double));
 			one(v, len);			/* warm-up */
 		}
-		for (int k = 0; k < rounds; k++) {
+		/*
+		 * Interleave at message granularity (A B C, B C A, ...) so
+		 * that the host's noise hits all three alike; per-variant
+		 * median over every message.  Stop after the time budget.
+		 */
+		uint64_t t_start = bu_now_ns();
+		int k = 0;
+		do {
 			for (int j = 0; j < NR_VARIANTS; j++) {
 				int v = (j + k) % NR_VARIANTS;
-				uint64_t t0 = bu_now_ns(), t;
-				int n = 0;
-				do {
-					one(v, len);
-					n++;
-					t = bu_now_ns() - t0;
-				} while ((t < budget_ns || n < 3) && n < 5000);
-				r[v][k] = (double)t / n;
-				msgs += n;
+				uint64_t t0 = bu_now_ns();
+				one(v, len);
+				r[v][k] = (double)(bu_now_ns() - t0);
 			}
-		}
+			k++;
+			msgs += NR_VARIANTS;
+		} while (k < max_msgs && (k < min_msgs ||
+			 bu_now_ns() - t_start < budget_ns));
+		samples = k;
 		BU_OK("stats", ummunot_cache_stats(cache, &st1));
 		for (int v = 0; v < NR_VARIANTS; v++)
-			med[v] = bu_median(r[v], rounds);
+			med[v] = bu_median(r[v], samples);
 		bu_json_obj_begin(NULL);
 		bu_json_u64("bytes", len);
 		for (int v = 0; v < NR_VARIANTS; v++) {
@@ -268,6 +276,7 @@ int main(int argc, char **argv)
 		bu_json_num("per_message_over_ummunot", med[V_PER_MSG] / med[V_CACHE]);
 		bu_json_num("per_message_over_preregistered", med[V_PER_MSG] / med[V_PREREG]);
 		bu_json_u64("messages", msgs);
+		bu_json_u64("samples_per_variant", samples);
 		bu_json_u64("stale", stale - stale0);
 		bu_json_u64("cache_hits", st1.hits - st0.hits);
 		bu_json_u64("cache_misses", st1.misses - st0.misses);
