@@ -40,5 +40,5 @@ libs=$(pkg-config --libs libummunot) || fail "pkg-config --libs libummunot"
 # shellcheck disable=SC2086
 cc -std=c11 -Wall -Wextra -Werror $cflags -o "$stage/consumer" "$src/install-consumer.c" $libs \
 	>"$stage/cc.log" 2>&1 || fail "building the consumer: $(cat "$stage/cc.log")"
-LD_LIBRARY_PATH=${pc%/pkgconfig} "$stage/consumer" || fail "the consumer failed"
+LD_LIBRARY_PATH=$(dirname "$(dirname "$pc")") "$stage/consumer" || fail "the consumer failed"
 echo "PASS"

@@ -57,12 +57,12 @@ cat "$work/nc.txt"
 grep -q "^note: [0-9]* processes of other users could not be inspected (permission denied)" "$work/nc.txt" ||
 	fail "nobody --clients: no permission note"
 awk -v r="$R" '$1 == r { exit 1 }' "$work/nc.txt" || fail "nobody --clients shows root's client $R"
-check_eq "nobody sees own client" "$N ustat-client 3 1/$(cat /sys/module/ummunot/parameters/default_ring_entries) 2" \
+check_eq "nobody sees own client" "$N ustat-client 3 2/$(cat /sys/module/ummunot/parameters/default_ring_entries) 2" \
 	"$(awk -v n="$N" '$1 == n { print $1, $2, $4, $5, $6 }' "$work/nc.txt")"
 
 "${NOBODY[@]}" "$STAT" --clients --json >"$work/nc.json" 2>"$work/err" ||
 	fail "nobody --clients --json exited $?: $(cat "$work/err")"
-check_eq "nobody JSON: root's pid denied" True "$(json_get "$work/nc.json" "$R in j['denied_pids']")"
+check_eq "nobody JSON: root's pid denied" true "$(json_get "$work/nc.json" "$R in j['denied_pids']")"
 check_eq "nobody JSON: clients" "[$N]" "$(json_get "$work/nc.json" '[c["pid"] for c in j["clients"]]')"
 check_eq "nobody JSON: global clients" 2 "$(json_get "$work/nc.json" 'j["global"]["clients"]')"
 check_eq "nobody -p own client" 0 "$("${NOBODY[@]}" "$STAT" -p "$N" >/dev/null 2>&1; echo $?)"
