@@ -416,13 +416,22 @@ void raise_memlock()
 // inlined: the library does not define _LGPL_SOURCE).
 void BM_part_urcu_read_lock_unlock(benchmark::State &state)
 {
-	urcu_memb_register_thread();
+	// Let the library register this thread with liburcu (it does so once
+	// per thread; registering twice is a liburcu assertion).
+	ummunot_cache *c;
+	const ummunot_reg *reg;
+	if (umn_create(&c, 16) < 0 ||
+	    ummunot_cache_get(c, the_arena().region(0), 4096, access_rw, &reg) < 0) {
+		state.SkipWithError("ummunot cache");
+		return;
+	}
+	ummunot_cache_put(c, reg);
 	for (auto _ : state) {
 		urcu_memb_read_lock();
 		benchmark::ClobberMemory();
 		urcu_memb_read_unlock();
 	}
-	urcu_memb_unregister_thread();
+	ummunot_cache_destroy(c);
 }
 
 // The reference count: acquire CAS on get, acq_rel fetch_sub on put.
