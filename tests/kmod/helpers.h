@@ -93,7 +93,7 @@ struct t_file {
 	uint64_t next_seq;
 };
 
-/* Skips (77) when /dev/ummunot is missing. */
+/* Opens /dev/ummunot; fails the test (not a skip) when it is missing. */
 int t_dev_open(void);
 /* Open, HELLO (features = UMMUNOT_FEATURES_V1), mmap; fails on any error. */
 void t_file_open(struct t_file *f, uint32_t ring_entries);
