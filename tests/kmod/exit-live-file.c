@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* Processes that exit with a live file (regions, pending events, overflow, a poller, an fd held elsewhere) release everything. */
+/* Processes that exit with a live file (regions, pending events, overflow, a poller, an fd held elsewhere) release everything; exit reports RELEASE. */
 #include "helpers.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/mman.h>
@@ -161,5 +162,73 @@ int main(int argc, char **argv)
 			   MAP_SHARED, fd, ref.ring_mmap_offset));
 	close(fd);
 	wait_refcnt(base, "after closing a file whose mm had exited");
+
+	/*
+	 * 4: exit itself is an event.  The exiting process cannot read its
+	 * ring any more, but a file that outlives the mm shows, in fdinfo,
+	 * exactly one RELEASE per armed region and nothing else (the final
+	 * unmap of exit_mmap finds the regions disarmed).
+	 */
+	pid = fork();
+	T_ASSERT(pid >= 0, "fork: %s", t_errname(errno));
+	if (pid == 0) {
+		static struct ummunot_region r[10];
+		char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+		char c = 'r';
+		struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+				      .msg_control = cbuf,
+				      .msg_controllen = sizeof(cbuf) };
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+		uint32_t idx;
+		char *p;
+
+		t_file_open(&cf, 1);
+		p = t_map_anon(10, true);
+		for (int i = 0; i < 10; i++)
+			r[i] = (struct ummunot_region){ .start = (uintptr_t)p + i * t_page,
+							.length = t_page, .cookie = i };
+		if (t_register_batch(cf.fd, r, 10, &idx))
+			_exit(5);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &cf.fd, sizeof(int));
+		if (sendmsg(sv[1], &msg, 0) != 1)
+			_exit(4);
+		_exit(0);
+	}
+	wait_child(pid, "exit with 10 armed regions");
+	{
+		char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+		char c, path[64], info[4096], *line;
+		struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+				      .msg_control = cbuf,
+				      .msg_controllen = sizeof(cbuf) };
+		unsigned long long unmap = ~0ULL, release = ~0ULL;
+		ssize_t n;
+		int ifd;
+
+		T_EQ("recvmsg", 1, recvmsg(sv[0], &msg, 0));
+		T_ASSERT(CMSG_FIRSTHDR(&msg), "no fd received");
+		memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof(int));
+		snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+		ifd = open(path, O_RDONLY | O_CLOEXEC);
+		T_ASSERT(ifd >= 0, "open %s: %s", path, t_errname(errno));
+		n = read(ifd, info, sizeof(info) - 1);
+		T_ASSERT(n > 0, "read %s: %s", path, t_errname(errno));
+		info[n] = 0;
+		close(ifd);
+		line = strstr(info, "\ndelivered:");
+		T_ASSERT(line, "no 'delivered:' line in fdinfo:\n%s", info);
+		T_ASSERT(sscanf(strstr(line, "unmap="), "unmap=%llu", &unmap) == 1 &&
+			 sscanf(strstr(line, "release="), "release=%llu", &release) == 1,
+			 "cannot parse fdinfo:\n%s", info);
+		T_EQ("RELEASE events delivered at exit", 10, release);
+		T_EQ("UNMAP events after RELEASE (regions are disarmed)", 0, unmap);
+		close(fd);
+	}
+	wait_refcnt(base, "after closing the file of an exited process");
 	return T_EXIT_PASS;
 }

@@ -121,7 +121,8 @@
  *                    least UMMUNOT_RING_MIN_ENTRIES
  *      flags, resv   must be zero
  * out: abi_version   the kernel's version
- *      features      features granted (requested & supported)
+ *      features      features granted: (requested & supported), plus
+ *                    UMMUNOT_FEATURE_RING_GENERATION, which v1 always grants
  *      supported_features  everything this kernel supports
  *      ring_entries  the ring's size in entries (a power of two)
  *      entry_size    sizeof(struct ummunot_event) as the kernel knows it
