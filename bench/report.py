@@ -112,11 +112,17 @@ def main():
             targets.append(('1', '2-thread aggregate >= 10x UCX', '%.2fx' % r2,
                             verdict(r2 >= 10, '' if r2 >= 10 else 'by %.1fx' % (10 / r2))))
             grows = all(med[('ummunot', t)]['items_per_second'] >
-                        med[('ummunot', 1)]['items_per_second'] for t in threads if t > 1)
-            targets.append(('1', 'ummunot aggregate grows with threads',
-                            ', '.join('%d: %.2f M/s' % (t, med[('ummunot', t)]['items_per_second'] / 1e6)
-                                      for t in threads),
-                            verdict(grows, 'host has %s cores' % meta.get('cpus', '?'))))
+                        1.2 * med[('ummunot', 1)]['items_per_second'] for t in threads if t > 1)
+            shown = ', '.join('%d: %.2f M/s' % (t, med[('ummunot', t)]['items_per_second'] / 1e6)
+                              for t in threads)
+            cpus = int(meta.get('cpus', 0) or 0)
+            if cpus and cpus <= 2:
+                # Threads time-share two (busy) cores: no variant can scale.
+                targets.append(('1', 'ummunot aggregate grows with threads', shown,
+                                'not judged (%d cores, load %s)' % (cpus, meta.get('load', '?'))))
+            else:
+                targets.append(('1', 'ummunot aggregate grows with threads (>1.2x)', shown,
+                                verdict(grows, '')))
 
     # 2. munmap ----------------------------------------------------------
     mu = load(raw, 'vm-munmap')

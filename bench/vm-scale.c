@@ -176,7 +176,7 @@ int main(int argc, char **argv)
 	static struct ummunot_event ev[4096];
 	bu_json_arr_begin("munmap_fanout");
 	for (size_t k = 1; k <= kmax; k *= (k < 1000 ? 1000 : 100)) {
-		const int reps = k >= 100000 ? (bu_quick ? 2 : 3) : (bu_quick ? 20 : 50);
+		const int reps = k >= 100000 ? (bu_quick ? 3 : 7) : (bu_quick ? 20 : 50);
 		double *t = calloc(reps, sizeof(double));
 		for (int rep = 0; rep < reps; rep++) {
 			unsigned char *m = mmap(NULL, k * 4096, PROT_READ | PROT_WRITE,
