@@ -93,7 +93,7 @@ def main():
         if gnuplot(out, 'cache-hit',
                    "set title 'Cache hit (get+put): aggregate throughput'\n"
                    "set xlabel 'threads'; set ylabel 'Mops/s (higher is better)'\n"
-                   "set xtics (1,2,4); set key left top; set grid\n"
+                   "set xtics (1,2,4); set yrange [0:*]; set key left bottom; set grid\n"
                    "plot '%s' u 1:2 w lp t 'libummunot', '' u 1:3 w lp t 'UCX ucs_rcache', "
                    "'' u 1:4 w lp t 'mutex + std::map'\n" % os.path.join(out, 'cache-hit.dat')):
             w('![cache hit](cache-hit.png)\n')
