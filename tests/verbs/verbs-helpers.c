@@ -431,11 +431,12 @@ static void reuse_once(struct vt_dev *d, const struct vt_reuse_ops *ops, bool mo
 			  "%s: no %s invalidation counted (total %llu)", ops->what,
 			  event_name(ops->expect_event),
 			  (unsigned long long)vt_invalidations(&st));
-		vt_log("%s, %s: second get missed after %llu %s invalidation(s), "
-		       "rkey %#x -> %#x, data landed in the new buffer",
+		vt_log("%s, %s: second get missed after %llu %s invalidation(s) "
+		       "(%llu race retries), rkey %#x -> %#x, data landed in the new buffer",
 		       ops->what, mode,
 		       (unsigned long long)st.invalidations[ops->expect_event],
-		       event_name(ops->expect_event), rkey1, r2->rkey);
+		       event_name(ops->expect_event), (unsigned long long)st.race_retries,
+		       rkey1, r2->rkey);
 	} else {
 		VT_EQ("hits (the stale registration is handed out)", 1, st.hits);
 		VT_EQ("invalidations with monitoring off", 0, vt_invalidations(&st));
