@@ -53,7 +53,7 @@ static struct ummunot_kregion *ummunot_region_lookup(struct ummunot_ctx *ctx,
 
 	lockdep_assert_held(&ctx->lock);
 	r = xa_load(&ctx->regions, ummunot_handle_id(handle));
-	if (!r || r->handle != handle)
+	if (!r || ummunot_kregion_handle(r) != handle)
 		return NULL;
 	return r;
 }
@@ -108,7 +108,7 @@ static void ummunot_register_unwind(struct ummunot_ctx *ctx,
 
 	for (i = 0; i < count; i++) {
 		if (i < nr_ids)
-			xa_erase(&ctx->regions, ummunot_handle_id(regs[i]->handle));
+			xa_erase(&ctx->regions, regs[i]->id);
 		kmem_cache_free(ummunot_kregion_cache, regs[i]);
 	}
 }
@@ -184,14 +184,15 @@ long ummunot_ioctl_register(struct ummunot_ctx *ctx,
 		}
 		if (err == 1)		/* ids wrapped: new handles differ from old */
 			ctx->handle_gen++;
-		r->handle = ((u64)ctx->handle_gen << 32) | id;
+		r->id = id;
+		r->gen = ctx->handle_gen;
 		nr_ids++;
 	}
 
 	/* Phase 3: tell the caller. */
 	for (i = 0; i < b.count; i++) {
 		b.error_index = i;
-		if (put_user(regs[i]->handle, &uregs[i].handle)) {
+		if (put_user(ummunot_kregion_handle(regs[i]), &uregs[i].handle)) {
 			ret = -EFAULT;
 			goto out_unwind;
 		}
@@ -312,7 +313,7 @@ static void ummunot_region_destroy(struct ummunot_ctx *ctx,
 {
 	/* Waits for a callback running on this region to finish. */
 	mmu_interval_notifier_remove(&r->mni);
-	xa_erase(&ctx->regions, ummunot_handle_id(r->handle));
+	xa_erase(&ctx->regions, r->id);
 
 	spin_lock(&ctx->event_lock);
 	if (r->armed)

@@ -159,7 +159,7 @@ bool ummunot_ring_post(struct ummunot_ctx *ctx, const struct ummunot_kregion *r,
 
 	e = &ring->entries[prod & ring->mask];
 	WRITE_ONCE(e->cookie, r->cookie);
-	WRITE_ONCE(e->handle, r->handle);
+	WRITE_ONCE(e->handle, ummunot_kregion_handle(r));
 	WRITE_ONCE(e->start, start);
 	WRITE_ONCE(e->end, end);
 	WRITE_ONCE(e->seq, seq);
