@@ -420,14 +420,26 @@ int ummunot_cache::insert_locked(std::uint64_t a, std::uint64_t b, int access,
 		return r;
 
 	auto e = std::make_unique<entry>();
-	e->start = ns;
-	e->end = ne;
-	e->pub.addr = ns;
-	e->pub.length = ne - ns;
 	e->pub.access = access;
 	e->pending = true;
 
-	for (unsigned int attempt = 0;; attempt++) {
+	// Give up the merge: register [a, b) alone.  Used when the merged range
+	// could not be pinned (a neighbour was unmapped after the drain: its
+	// pages are gone, ours are not) or changed while being pinned (a retry
+	// of the union would pin the same stale neighbour again).
+	auto unmerge = [&]() {
+		chosen.clear();
+		ns = a;
+		ne = b;
+		return make_room_locked(ne - ns, 0, chosen);
+	};
+
+	for (unsigned int attempt = 0;;) {
+		e->start = ns;
+		e->end = ne;
+		e->pub.addr = ns;
+		e->pub.length = ne - ns;
+
 		// 1. Watch the range: from here on every change produces an event.
 		ummunot_region rg{};
 		rg.start = ns;
@@ -453,7 +465,13 @@ int ummunot_cache::insert_locked(std::uint64_t a, std::uint64_t b, int access,
 		if (r) {
 			kill_locked(e.get());
 			unregister_locked();
-			return r;
+			if (chosen.empty())
+				return r;
+			// Whatever the error, the request alone may still pin.
+			r = unmerge();
+			if (r)
+				return r;
+			continue;
 		}
 		registrations_++;
 		pinned_ += ne - ns;
@@ -477,10 +495,13 @@ int ummunot_cache::insert_locked(std::uint64_t a, std::uint64_t b, int access,
 		if (r)
 			return r;
 		race_retries_++;
-		if (attempt + 1 == race_attempts)
+		if (++attempt == race_attempts)
 			return -EAGAIN;
-		// Neighbours may have died meanwhile; their ranges are still
-		// ours to cover (a fresh registration pins what is mapped now).
+		if (!chosen.empty()) {
+			r = unmerge();
+			if (r)
+				return r;
+		}
 	}
 
 	// 4. Publish, holding one reference for the caller.

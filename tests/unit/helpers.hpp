@@ -44,6 +44,10 @@ struct backend {
 	std::atomic<int> regs{0}, deregs{0};
 	std::atomic<int> fail_enomem{0};	// fail this many reg calls with -ENOMEM
 	std::function<void(std::uint64_t addr, std::uint64_t len)> on_reg;	// test hook
+	// Test hook, called after on_reg: a non-zero (negative errno) return
+	// fails the registration with it, as ibv_reg_mr() fails for unmapped
+	// memory.
+	std::function<int(std::uint64_t addr, std::uint64_t len)> check_reg;
 
 	static int reg(void *ctx, void *addr, size_t len, int access, void **mr,
 		       uint32_t *lkey, uint32_t *rkey)
@@ -53,6 +57,11 @@ struct backend {
 
 		if (b->on_reg)
 			b->on_reg(a, len);
+		if (b->check_reg) {
+			int e = b->check_reg(a, len);
+			if (e)
+				return e;
+		}
 		if (b->fail_enomem.load() > 0) {
 			b->fail_enomem--;
 			return -ENOMEM;
