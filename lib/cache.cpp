@@ -10,6 +10,7 @@
 
 #include "internal.hpp"
 #include "rcu.hpp"
+#include "ring.hpp"
 
 using namespace ummunot::detail;
 
@@ -68,6 +69,17 @@ int ummunot_cache::create(std::unique_ptr<ummunot_monitor> mon,
 	c->index_.store(new snapshot, std::memory_order_relaxed);
 	c->seen_gen_.store(mon->generation(), std::memory_order_relaxed);
 	c->mon_ = std::move(mon);
+	if (ummunot_user_area *ua = c->mon_->user_area()) {
+		// Version and the (zero) counters first, magic last: a reader
+		// that sees the magic sees a user area in our format.  The
+		// reader is the kernel printing fdinfo with plain loads, so the
+		// release below pairs with nothing in userspace; it only keeps
+		// the compiler and CPU from moving the magic before the rest.
+		ring_store_relaxed(&ua->version, UMMUNOT_USER_AREA_VERSION);
+		std::lock_guard<std::mutex> g(c->mu_);
+		c->publish_locked();
+		ring_store_release(&ua->magic, UMMUNOT_USER_AREA_MAGIC);
+	}
 	*out = c.release();
 	return 0;
 }
@@ -178,6 +190,7 @@ int ummunot_cache::get(std::uint64_t addr, std::uint64_t len, int access,
 		}
 	}
 	reclaim_locked(false);
+	publish_locked();
 	if (r)
 		return r;
 	e->last_used.store(lru_tick_.load(std::memory_order_relaxed),
@@ -205,6 +218,7 @@ int ummunot_cache::put(const ummunot_reg *reg)
 	if (old == (entry::DEAD | 1)) {
 		std::lock_guard<std::mutex> g(mu_);
 		finalize_locked(e);
+		publish_locked();
 	}
 	return 0;
 }
@@ -279,7 +293,7 @@ void ummunot_cache::unregister_locked()
 	to_unregister_.clear();
 }
 
-void ummunot_cache::drop_all_locked()
+std::size_t ummunot_cache::drop_all_locked()
 {
 	std::vector<entry *> v;
 
@@ -288,11 +302,13 @@ void ummunot_cache::drop_all_locked()
 		v.push_back(kv.second);
 	for (entry *e : v)
 		kill_locked(e);
+	return v.size();
 }
 
 int ummunot_cache::process_events_locked()
 {
 	int total = 0;
+	bool published = true;
 
 	for (;;) {
 		// (F) before (C) inside consume(): if we empty the ring, every
@@ -314,8 +330,15 @@ int ummunot_cache::process_events_locked()
 			int r = mon_->resync(nullptr);
 			if (r)
 				return r;
+			// Index 0: invalidated by the library itself (the
+			// entries being added are not counted, they are retried).
+			std::size_t n = 0;
+			for (auto &kv : by_handle_)
+				n += !kv.second->pending;
 			drop_all_locked();
+			invalidations_[0] += n;
 			resyncs_++;
+			published = false;
 			continue;
 		}
 		if (n < 0)
@@ -327,6 +350,8 @@ int ummunot_cache::process_events_locked()
 			unregister_locked();
 			// Pairs with the acquire in get().
 			seen_gen_.store(g, std::memory_order_release);
+			if (total || !published)
+				publish_locked();
 			return total;
 		}
 	}
@@ -550,6 +575,7 @@ int ummunot_cache::poll()
 	std::lock_guard<std::mutex> g(mu_);
 	int r = process_events_locked();
 	reclaim_locked(false);
+	publish_locked();
 	return r;
 }
 
@@ -562,6 +588,7 @@ int ummunot_cache::flush()
 	std::uint64_t before = evictions_;
 	evict_locked(0, 0, {});
 	reclaim_locked(true);
+	publish_locked();
 	return static_cast<int>(evictions_ - before);
 }
 
@@ -586,6 +613,35 @@ void ummunot_cache::stats(struct ummunot_cache_stats *st)
 	st->pinned_bytes = pinned_;
 	st->max_pinned_bytes = max_pinned_;
 	st->max_entries = max_entries_;
+	publish_locked();
+}
+
+// Copy the counters into the ring's user area (include/ummunot/user_area.h),
+// one relaxed 64-bit store per word: readers (fdinfo) promise no
+// consistency across words.  Only slow paths call this; hits and misses
+// are summed from the per-thread shards here, so the published hits lag
+// until the next slow-path operation (Documentation/library.rst).
+void ummunot_cache::publish_locked()
+{
+	ummunot_user_area *ua = mon_->user_area();
+
+	if (!ua)
+		return;
+	std::uint64_t hits = 0, misses = 0;
+	for (auto &sh : shards_) {
+		hits += sh.hits.load(std::memory_order_relaxed);
+		misses += sh.misses.load(std::memory_order_relaxed);
+	}
+	ring_store_relaxed(&ua->hits, hits);
+	ring_store_relaxed(&ua->misses, misses);
+	for (unsigned int i = 0; i < UMMUNOT_EVENT_TYPE_MAX; i++)
+		ring_store_relaxed(&ua->invalidations[i], invalidations_[i]);
+	ring_store_relaxed(&ua->evictions, evictions_);
+	ring_store_relaxed(&ua->resyncs, resyncs_);
+	ring_store_relaxed(&ua->pinned_bytes, pinned_);
+	ring_store_relaxed(&ua->entries, index_.load(std::memory_order_relaxed)->v.size());
+	ring_store_relaxed(&ua->registrations, registrations_);
+	ring_store_relaxed(&ua->deregistrations, deregistrations_);
 }
 
 namespace ummunot::detail {

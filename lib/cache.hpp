@@ -83,7 +83,7 @@ private:
 	entry *lookup(const snapshot *s, std::uint64_t a, std::uint64_t b, int access);
 	static bool try_acquire(entry *e);
 	int process_events_locked();
-	void drop_all_locked();
+	std::size_t drop_all_locked();
 	void kill_locked(entry *e);
 	void finalize_locked(entry *e);
 	void republish_locked(const std::vector<entry *> &add);
@@ -94,6 +94,7 @@ private:
 			 const std::vector<entry *> &keep);
 	int insert_locked(std::uint64_t a, std::uint64_t b, int access, entry **out);
 	void reclaim_locked(bool force);
+	void publish_locked();
 	ummunot::detail::stat_shard &shard();
 
 	std::unique_ptr<ummunot_monitor> mon_;

@@ -72,6 +72,10 @@ int ummunot_monitor::handshake(const ummunot_monitor_attr *attr)
 	map_size_ = h.ring_mmap_size;
 	hdr_ = hdr;
 	entries_ = static_cast<const unsigned char *>(p) + h.header_size;
+	if ((h.features & UMMUNOT_FEATURE_USER_AREA) &&
+	    h.header_size >= UMMUNOT_RING_USER_AREA_OFFSET + UMMUNOT_RING_USER_AREA_SIZE)
+		user_area_ = reinterpret_cast<ummunot_user_area *>(
+			static_cast<unsigned char *>(p) + UMMUNOT_RING_USER_AREA_OFFSET);
 	nr_ = h.ring_entries;
 	mask_ = h.ring_entries - 1;
 	entry_size_ = h.entry_size;

@@ -15,6 +15,7 @@
 #include <memory>
 
 #include <ummunot/ummunot.h>
+#include <ummunot/user_area.h>
 
 #include "device.hpp"
 #include "ring.hpp"
@@ -62,6 +63,11 @@ public:
 	int set_filter(std::uint64_t mask, std::uint64_t *old_mask);
 	int stats(ummunot_stats *st);
 
+	// The ring's user area (UMMUNOT_RING_USER_AREA_OFFSET of the header
+	// page), or nullptr when the kernel did not grant
+	// UMMUNOT_FEATURE_USER_AREA or the header is too small to hold it.
+	ummunot_user_area *user_area() const { return user_area_; }
+
 	// Remember g as fully consumed (for changed()).
 	void mark_seen(std::uint64_t g) { seen_gen_.store(g, std::memory_order_relaxed); }
 
@@ -76,6 +82,7 @@ private:
 	ummunot_ring_header *hdr_ = nullptr;
 	const unsigned char *entries_ = nullptr;
 	std::uint32_t nr_ = 0, mask_ = 0, entry_size_ = 0;
+	ummunot_user_area *user_area_ = nullptr;
 	std::uint64_t cons_ = 0;		// our consumer index (we are its only writer)
 	std::atomic<std::uint64_t> seen_gen_{0};
 };
