@@ -21,8 +21,6 @@ constexpr std::size_t reclaim_batch = 64;	// retired objects per grace period
 constexpr unsigned int race_attempts = 3;
 constexpr unsigned int drain_batch = 256;
 
-std::atomic<unsigned int> next_shard{0};
-thread_local unsigned int my_shard = next_shard.fetch_add(1, std::memory_order_relaxed);
 
 bool zero(const std::uint64_t *p, std::size_t n)
 {
@@ -33,11 +31,6 @@ bool zero(const std::uint64_t *p, std::size_t n)
 }
 
 } // namespace
-
-stat_shard &ummunot_cache::shard()
-{
-	return shards_[my_shard % shards_.size()];
-}
 
 int ummunot_cache::create(std::unique_ptr<ummunot_monitor> mon,
 			  const ummunot_backend_ops *ops, void *ctx,
@@ -69,6 +62,7 @@ int ummunot_cache::create(std::unique_ptr<ummunot_monitor> mon,
 	c->index_.store(new snapshot, std::memory_order_relaxed);
 	c->seen_gen_.store(mon->generation(), std::memory_order_relaxed);
 	c->mon_ = std::move(mon);
+	c->gen_word_ = c->mon_->generation_word();
 	if (ummunot_user_area *ua = c->mon_->user_area()) {
 		// Version and the (zero) counters first, magic last: a reader
 		// that sees the magic sees a user area in our format.  The
@@ -116,22 +110,29 @@ bool ummunot_cache::try_acquire(entry *e)
 entry *ummunot_cache::lookup(const snapshot *s, std::uint64_t a, std::uint64_t b,
 			     int access)
 {
-	const auto &v = s->v;
-	std::size_t lo = 0, hi = v.size();
+	const std::uint64_t *starts = s->starts.data();
+	std::size_t n = s->size();
 
-	// First entry starting after a; candidates are before it.
-	while (lo < hi) {
-		std::size_t mid = lo + (hi - lo) / 2;
-		if (v[mid]->start <= a)
-			lo = mid + 1;
-		else
-			hi = mid;
+	if (n == 0)
+		return nullptr;
+	// lo = the first entry starting after a; candidates are before it.
+	// Branch-free halving (the comparison becomes a conditional move):
+	// random lookups make every branch of a classic binary search a coin
+	// toss for the predictor, which cost more than the loads.
+	const std::uint64_t *base = starts;
+	while (n > 1) {
+		std::size_t half = n / 2;
+		base = base[half] <= a ? base + half : base;
+		n -= half;
 	}
+	std::size_t lo = static_cast<std::size_t>(base - starts) + (*base <= a);
 	for (std::size_t i = lo; i-- > 0;) {
-		entry *e = v[i];
-		if (e->start + s->max_len <= a)
+		if (starts[i] + s->max_len <= a)
 			break;		// nothing earlier can reach a
-		if (e->end >= b && (e->pub.access & access) == access && try_acquire(e))
+		if (s->ends[i] < b)
+			continue;
+		entry *e = s->ents[i];
+		if ((e->pub.access & access) == access && try_acquire(e))
 			return e;
 	}
 	return nullptr;
@@ -147,12 +148,15 @@ int ummunot_cache::get(std::uint64_t addr, std::uint64_t len, int access,
 	if (b < addr + len)
 		return -EINVAL;
 
-	rcu_thread_online();
-	// (F) in generation(), pairs with the producer's (E).  seen_gen_'s
-	// acquire pairs with the release in process_events_locked(): if it
-	// equals the ring's generation, every event up to there has been
-	// processed and its entries are DEAD and unpublished.
-	if (mon_->generation() != seen_gen_.load(std::memory_order_acquire)) {
+	rcu_thread_state &me = rcu_thread_online();
+	stat_shard &sh = shards_[me.shard % shards_.size()];
+	// (F): pairs with the producer's (E) (the same load as
+	// ummunot_monitor::generation(), without the pointer chase).
+	// seen_gen_'s acquire pairs with the release in
+	// process_events_locked(): if it equals the ring's generation, every
+	// event up to there has been processed and its entries are DEAD and
+	// unpublished.
+	if (ring_load_acquire(gen_word_) != seen_gen_.load(std::memory_order_acquire)) {
 		std::lock_guard<std::mutex> g(mu_);
 		int r = process_events_locked();
 		if (r < 0)
@@ -164,9 +168,8 @@ int ummunot_cache::get(std::uint64_t addr, std::uint64_t len, int access,
 	entry *e = lookup(index_.load(std::memory_order_acquire), a, b, access);
 	rcu_read_unlock();
 	if (e) {
-		shard().hits.fetch_add(1, std::memory_order_relaxed);
-		e->last_used.store(lru_tick_.load(std::memory_order_relaxed),
-				   std::memory_order_relaxed);
+		// last_used is stored by put() only: once per get/put pair.
+		sh.hits.fetch_add(1, std::memory_order_relaxed);
 		*out = &e->pub;
 		return 0;
 	}
@@ -180,9 +183,9 @@ int ummunot_cache::get(std::uint64_t addr, std::uint64_t len, int access,
 	// cannot change under us.
 	e = lookup(index_.load(std::memory_order_relaxed), a, b, access);
 	if (e) {
-		shard().hits.fetch_add(1, std::memory_order_relaxed);
+		sh.hits.fetch_add(1, std::memory_order_relaxed);
 	} else {
-		shard().misses.fetch_add(1, std::memory_order_relaxed);
+		sh.misses.fetch_add(1, std::memory_order_relaxed);
 		try {
 			r = insert_locked(a, b, access, &e);
 		} catch (const std::bad_alloc &) {
@@ -193,8 +196,6 @@ int ummunot_cache::get(std::uint64_t addr, std::uint64_t len, int access,
 	publish_locked();
 	if (r)
 		return r;
-	e->last_used.store(lru_tick_.load(std::memory_order_relaxed),
-			   std::memory_order_relaxed);
 	*out = &e->pub;
 	return 0;
 }
@@ -256,21 +257,29 @@ void ummunot_cache::finalize_locked(entry *e)
 	retired_count_++;
 }
 
+// Publish a new index: the old one without its DEAD entries, merged with
+// add (in any order; usually one entry).  The old index is already sorted,
+// so this is one linear merge, not a sort.
 void ummunot_cache::republish_locked(const std::vector<entry *> &add)
 {
 	snapshot *old = index_.load(std::memory_order_relaxed);
 	auto *s = new snapshot;
+	std::vector<entry *> in(add);
 
-	s->v.reserve(old->v.size() + add.size());
-	for (entry *e : old->v)
-		if (!(e->refs.load(std::memory_order_relaxed) & entry::DEAD))
-			s->v.push_back(e);
-	for (entry *e : add)
-		s->v.push_back(e);
-	std::sort(s->v.begin(), s->v.end(),
+	std::sort(in.begin(), in.end(),
 		  [](const entry *x, const entry *y) { return x->start < y->start; });
-	for (entry *e : s->v)
-		s->max_len = std::max(s->max_len, e->end - e->start);
+	s->reserve(old->size() + in.size());
+	std::size_t k = 0;
+	for (std::size_t i = 0; i < old->size(); i++) {
+		entry *e = old->ents[i];
+		if (e->refs.load(std::memory_order_relaxed) & entry::DEAD)
+			continue;
+		for (; k < in.size() && in[k]->start < e->start; k++)
+			s->push_back(in[k]);
+		s->push_back(e);
+	}
+	for (; k < in.size(); k++)
+		s->push_back(in[k]);
 	// Release: the entries' contents and DEAD marks of the dropped ones are
 	// visible to readers that load the new snapshot (acquire in get()).
 	index_.store(s, std::memory_order_release);
@@ -362,10 +371,10 @@ int ummunot_cache::evict_locked(std::uint64_t bytes_target, std::uint64_t entrie
 {
 	snapshot *s = index_.load(std::memory_order_relaxed);
 	std::vector<entry *> cand;
-	std::uint64_t count = s->v.size();
+	std::uint64_t count = s->size();
 	int n = 0;
 
-	for (entry *e : s->v)
+	for (entry *e : s->ents)
 		if (e->refs.load(std::memory_order_relaxed) == 0 &&
 		    std::find(keep.begin(), keep.end(), e) == keep.end())
 			cand.push_back(e);
@@ -405,7 +414,7 @@ int ummunot_cache::make_room_locked(std::uint64_t bytes, std::size_t removed,
 
 	evict_locked(bytes_target, entries_target, keep);
 	if (pinned_ > bytes_target ||
-	    index_.load(std::memory_order_relaxed)->v.size() > entries_target)
+	    index_.load(std::memory_order_relaxed)->size() > entries_target)
 		return -ENOSPC;
 	return 0;
 }
@@ -422,7 +431,7 @@ int ummunot_cache::insert_locked(std::uint64_t a, std::uint64_t b, int access,
 	std::uint64_t ns = a, ne = b;
 	for (bool grew = true; grew;) {
 		grew = false;
-		for (entry *e : s->v) {
+		for (entry *e : s->ents) {
 			if (e->pub.access != access || e->start > ne || e->end < ns ||
 			    std::find(chosen.begin(), chosen.end(), e) != chosen.end())
 				continue;
@@ -609,7 +618,7 @@ void ummunot_cache::stats(struct ummunot_cache_stats *st)
 	st->registrations = registrations_;
 	st->deregistrations = deregistrations_;
 	st->race_retries = race_retries_;
-	st->entries = index_.load(std::memory_order_relaxed)->v.size();
+	st->entries = index_.load(std::memory_order_relaxed)->size();
 	st->pinned_bytes = pinned_;
 	st->max_pinned_bytes = max_pinned_;
 	st->max_entries = max_entries_;
@@ -639,7 +648,7 @@ void ummunot_cache::publish_locked()
 	ring_store_relaxed(&ua->evictions, evictions_);
 	ring_store_relaxed(&ua->resyncs, resyncs_);
 	ring_store_relaxed(&ua->pinned_bytes, pinned_);
-	ring_store_relaxed(&ua->entries, index_.load(std::memory_order_relaxed)->v.size());
+	ring_store_relaxed(&ua->entries, index_.load(std::memory_order_relaxed)->size());
 	ring_store_relaxed(&ua->registrations, registrations_);
 	ring_store_relaxed(&ua->deregistrations, deregistrations_);
 }

@@ -16,6 +16,7 @@
 //  * Hit counters live in cache-line-sized per-thread shards.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -44,10 +45,31 @@ struct entry {
 	static constexpr std::uint64_t DEAD = 1ULL << 63;
 };
 
+// The index.  The search touches starts[] only (one contiguous array of
+// keys); ends[] is read for the few candidates; the entry itself only for
+// the match (access check and CAS).  Slot i of the three arrays is one
+// entry.
 struct snapshot {
-	std::vector<entry *> v;			// sorted by start
+	std::vector<std::uint64_t> starts;	// sorted
+	std::vector<std::uint64_t> ends;
+	std::vector<entry *> ents;
 	std::uint64_t max_len = 0;		// longest entry
 	snapshot *next_retired = nullptr;
+
+	std::size_t size() const { return ents.size(); }
+	void reserve(std::size_t n)
+	{
+		starts.reserve(n);
+		ends.reserve(n);
+		ents.reserve(n);
+	}
+	void push_back(entry *e)
+	{
+		starts.push_back(e->start);
+		ends.push_back(e->end);
+		ents.push_back(e);
+		max_len = std::max(max_len, e->end - e->start);
+	}
 };
 
 struct alignas(64) stat_shard {
@@ -95,7 +117,6 @@ private:
 	int insert_locked(std::uint64_t a, std::uint64_t b, int access, entry **out);
 	void reclaim_locked(bool force);
 	void publish_locked();
-	ummunot::detail::stat_shard &shard();
 
 	std::unique_ptr<ummunot_monitor> mon_;
 	ummunot_backend_ops ops_{};
@@ -105,6 +126,7 @@ private:
 
 	// Read on the hit path.
 	alignas(64) std::atomic<snapshot *> index_{nullptr};
+	const __u64 *gen_word_ = nullptr;		// the ring header's generation
 	std::atomic<std::uint64_t> seen_gen_{0};	// events up to here processed
 	std::atomic<std::uint64_t> lru_tick_{1};
 

@@ -37,6 +37,10 @@ public:
 		return ummunot::detail::ring_load_acquire(&hdr_->generation);
 	}
 
+	// The generation word itself, for callers that load it with (F) on a
+	// hot path without going through this object.
+	const __u64 *generation_word() const { return &hdr_->generation; }
+
 	bool changed() const
 	{
 		return generation() != seen_gen_.load(std::memory_order_relaxed);

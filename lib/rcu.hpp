@@ -35,9 +35,32 @@ namespace ummunot::detail {
 inline char rcu_tsan_token;
 #endif
 
-// Registers the calling thread with liburcu on first use and unregisters it
-// when the thread exits.
-void rcu_thread_online();
+// Per-thread state of the hit path, in one initial-exec TLS word so that
+// the hit path costs one %fs-relative access even in libummunot.so (no
+// __tls_get_addr call; the few bytes come out of glibc's static TLS
+// surplus when the library is dlopen()ed).  A plain __thread POD: no TLS
+// wrapper or init guard.
+struct rcu_thread_state {
+	unsigned int online;		// registered with liburcu
+	unsigned int shard;		// stats shard index (any value; used mod n)
+};
+
+extern __thread rcu_thread_state rcu_tls __attribute__((tls_model("initial-exec")));
+
+// Slow path of rcu_thread_online(): register with liburcu, pick a stats
+// shard, arrange for unregistration at thread exit.
+void rcu_thread_register();
+
+// Registers the calling thread with liburcu on first use (unregistered
+// when the thread exits); returns its state.
+inline rcu_thread_state &rcu_thread_online()
+{
+	rcu_thread_state &t = rcu_tls;
+
+	if (__builtin_expect(!t.online, 0))
+		rcu_thread_register();
+	return t;
+}
 
 inline void rcu_read_lock() { urcu_memb_read_lock(); }
 
