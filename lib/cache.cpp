@@ -429,10 +429,19 @@ int ummunot_cache::insert_locked(std::uint64_t a, std::uint64_t b, int access,
 	snapshot *s = index_.load(std::memory_order_relaxed);
 	std::vector<entry *> chosen;
 	std::uint64_t ns = a, ne = b;
+	// Candidates start at or before ne and end at or after ns: a binary
+	// search on starts[] and a backwards walk bounded by max_len, instead
+	// of looking at every entry.
 	for (bool grew = true; grew;) {
 		grew = false;
-		for (entry *e : s->ents) {
-			if (e->pub.access != access || e->start > ne || e->end < ns ||
+		std::size_t hi = static_cast<std::size_t>(
+			std::upper_bound(s->starts.begin(), s->starts.end(), ne) -
+			s->starts.begin());
+		for (std::size_t i = hi; i-- > 0;) {
+			if (s->starts[i] + s->max_len < ns)
+				break;		// nothing earlier reaches ns
+			entry *e = s->ents[i];
+			if (s->ends[i] < ns || e->pub.access != access ||
 			    std::find(chosen.begin(), chosen.end(), e) != chosen.end())
 				continue;
 			chosen.push_back(e);
