@@ -323,13 +323,45 @@ static void ummunot_region_destroy(struct ummunot_ctx *ctx,
 	kmem_cache_free(ummunot_kregion_cache, r);
 }
 
-long ummunot_ioctl_unregister(struct ummunot_ctx *ctx,
-			      struct ummunot_batch __user *ubatch)
+static void ummunot_apply_unregister(struct ummunot_ctx *ctx,
+				     struct ummunot_kregion **regs, u32 count)
+{
+	u32 i;
+
+	for (i = 0; i < count; i++) {
+		ummunot_region_destroy(ctx, regs[i]);
+		cond_resched();
+	}
+}
+
+static void ummunot_apply_rearm(struct ummunot_ctx *ctx,
+				struct ummunot_kregion **regs, u32 count)
+{
+	u32 i;
+
+	spin_lock(&ctx->event_lock);
+	for (i = 0; i < count; i++) {
+		if (!regs[i]->armed) {
+			regs[i]->armed = true;
+			ctx->nr_armed++;
+		}
+	}
+	spin_unlock(&ctx->event_lock);
+}
+
+/*
+ * UNREGISTER and REARM: resolve every handle first (all-or-nothing), then
+ * apply the operation to all of them under ctx->lock.
+ */
+static long ummunot_ioctl_handles(struct ummunot_ctx *ctx,
+				  struct ummunot_batch __user *ubatch, bool unique,
+				  void (*apply)(struct ummunot_ctx *ctx,
+						struct ummunot_kregion **regs,
+						u32 count))
 {
 	struct ummunot_kregion **regs;
 	struct ummunot_batch b = {};
 	long ret;
-	u32 i;
 
 	ret = ummunot_batch_get(ctx, ubatch, &b);
 	if (ret == -EFAULT)	/* the descriptor itself is unreadable */
@@ -338,12 +370,9 @@ long ummunot_ioctl_unregister(struct ummunot_ctx *ctx,
 		goto out;
 
 	mutex_lock(&ctx->lock);
-	ret = ummunot_handles_resolve(ctx, &b, true, &regs);
+	ret = ummunot_handles_resolve(ctx, &b, unique, &regs);
 	if (!ret) {
-		for (i = 0; i < b.count; i++) {
-			ummunot_region_destroy(ctx, regs[i]);
-			cond_resched();
-		}
+		apply(ctx, regs, b.count);
 		kvfree(regs);
 	}
 	mutex_unlock(&ctx->lock);
@@ -353,38 +382,16 @@ out:
 	return ret;
 }
 
+long ummunot_ioctl_unregister(struct ummunot_ctx *ctx,
+			      struct ummunot_batch __user *ubatch)
+{
+	return ummunot_ioctl_handles(ctx, ubatch, true, ummunot_apply_unregister);
+}
+
 long ummunot_ioctl_rearm(struct ummunot_ctx *ctx,
 			 struct ummunot_batch __user *ubatch)
 {
-	struct ummunot_kregion **regs;
-	struct ummunot_batch b = {};
-	long ret;
-	u32 i;
-
-	ret = ummunot_batch_get(ctx, ubatch, &b);
-	if (ret == -EFAULT)	/* the descriptor itself is unreadable */
-		return ret;
-	if (ret)
-		goto out;
-
-	mutex_lock(&ctx->lock);
-	ret = ummunot_handles_resolve(ctx, &b, false, &regs);
-	if (!ret) {
-		spin_lock(&ctx->event_lock);
-		for (i = 0; i < b.count; i++) {
-			if (!regs[i]->armed) {
-				regs[i]->armed = true;
-				ctx->nr_armed++;
-			}
-		}
-		spin_unlock(&ctx->event_lock);
-		kvfree(regs);
-	}
-	mutex_unlock(&ctx->lock);
-out:
-	if (ret)
-		ummunot_batch_put_error(ubatch, b.error_index);
-	return ret;
+	return ummunot_ioctl_handles(ctx, ubatch, false, ummunot_apply_rearm);
 }
 
 /* File release: stop watching everything.  No ioctl can run any more. */
