@@ -32,6 +32,36 @@ bool zero(const std::uint64_t *p, std::size_t n)
 
 } // namespace
 
+namespace ummunot::detail {
+
+snapshot::snapshot(std::size_t c) : cap(c)
+{
+	// The arrays follow the header (whose size is a multiple of 8).
+	auto *p = reinterpret_cast<unsigned char *>(this) + sizeof(snapshot);
+	starts = reinterpret_cast<std::uint64_t *>(p);
+	ends = starts + c;
+	ents = reinterpret_cast<entry **>(ends + c);
+}
+
+snapshot::ptr snapshot::create(std::size_t cap)
+{
+	static_assert(sizeof(snapshot) % alignof(std::uint64_t) == 0 &&
+		      sizeof(std::uint64_t) == sizeof(entry *));
+	// Throws std::bad_alloc like the vectors did; callers catch it.
+	void *mem = ::operator new(sizeof(snapshot) + cap * 3 * sizeof(std::uint64_t));
+	return ptr(new (mem) snapshot(cap));
+}
+
+void snapshot::destroy(snapshot *s)
+{
+	if (!s)
+		return;
+	s->~snapshot();
+	::operator delete(static_cast<void *>(s));
+}
+
+} // namespace ummunot::detail
+
 int ummunot_cache::create(std::unique_ptr<ummunot_monitor> mon,
 			  const ummunot_backend_ops *ops, void *ctx,
 			  const ummunot_cache_attr *attr, ummunot_cache **out)
@@ -59,7 +89,7 @@ int ummunot_cache::create(std::unique_ptr<ummunot_monitor> mon,
 	if (c->max_pinned_ < c->page_)
 		return -ENOMEM;
 
-	c->index_.store(new snapshot, std::memory_order_relaxed);
+	c->index_.store(snapshot::create(0).release(), std::memory_order_relaxed);
 	c->seen_gen_.store(mon->generation(), std::memory_order_relaxed);
 	c->mon_ = std::move(mon);
 	c->gen_word_ = c->mon_->generation_word();
@@ -87,12 +117,11 @@ ummunot_cache::~ummunot_cache()
 	// so that nothing stays pinned.
 	drop_all_locked();
 	republish_locked({});
-	std::vector<entry *> held(all_.begin(), all_.end());
-	for (entry *e : held)
-		finalize_locked(e);
+	while (live_)
+		finalize_locked(live_);	// unlinks it
 	to_unregister_.clear();		// the regions go away with the file
 	reclaim_locked(true);
-	delete index_.load(std::memory_order_relaxed);
+	snapshot::destroy(index_.load(std::memory_order_relaxed));
 }
 
 bool ummunot_cache::try_acquire(entry *e)
@@ -110,7 +139,7 @@ bool ummunot_cache::try_acquire(entry *e)
 entry *ummunot_cache::lookup(const snapshot *s, std::uint64_t a, std::uint64_t b,
 			     int access)
 {
-	const std::uint64_t *starts = s->starts.data();
+	const std::uint64_t *starts = s->starts;
 	std::size_t n = s->size();
 
 	if (n == 0)
@@ -250,9 +279,9 @@ void ummunot_cache::finalize_locked(entry *e)
 {
 	ops_.dereg(ctx_, e->pub.mr);
 	deregistrations_++;
-	pinned_ -= e->end - e->start;
-	all_.erase(e);
-	e->next_retired = retired_entries_;
+	pinned_ -= e->pub.length;
+	unlink_live_locked(e);
+	e->next = retired_entries_;
 	retired_entries_ = e;
 	retired_count_++;
 }
@@ -263,18 +292,21 @@ void ummunot_cache::finalize_locked(entry *e)
 void ummunot_cache::republish_locked(const std::vector<entry *> &add)
 {
 	snapshot *old = index_.load(std::memory_order_relaxed);
-	auto *s = new snapshot;
 	std::vector<entry *> in(add);
 
 	std::sort(in.begin(), in.end(),
-		  [](const entry *x, const entry *y) { return x->start < y->start; });
-	s->reserve(old->size() + in.size());
+		  [](const entry *x, const entry *y) { return x->start() < y->start(); });
+	// Exactly sized: DEAD only changes under mu_, so the count holds.
+	std::size_t live = in.size();
+	for (std::size_t i = 0; i < old->size(); i++)
+		live += !(old->ents[i]->refs.load(std::memory_order_relaxed) & entry::DEAD);
+	snapshot *s = snapshot::create(live).release();
 	std::size_t k = 0;
 	for (std::size_t i = 0; i < old->size(); i++) {
 		entry *e = old->ents[i];
 		if (e->refs.load(std::memory_order_relaxed) & entry::DEAD)
 			continue;
-		for (; k < in.size() && in[k]->start < e->start; k++)
+		for (; k < in.size() && in[k]->start() < e->start(); k++)
 			s->push_back(in[k]);
 		s->push_back(e);
 	}
@@ -374,8 +406,8 @@ int ummunot_cache::evict_locked(std::uint64_t bytes_target, std::uint64_t entrie
 	std::uint64_t count = s->size();
 	int n = 0;
 
-	for (entry *e : s->ents)
-		if (e->refs.load(std::memory_order_relaxed) == 0 &&
+	for (std::size_t i = 0; i < s->size(); i++)
+		if (entry *e = s->ents[i]; e->refs.load(std::memory_order_relaxed) == 0 &&
 		    std::find(keep.begin(), keep.end(), e) == keep.end())
 			cand.push_back(e);
 	std::stable_sort(cand.begin(), cand.end(), [](const entry *x, const entry *y) {
@@ -435,8 +467,7 @@ int ummunot_cache::insert_locked(std::uint64_t a, std::uint64_t b, int access,
 	for (bool grew = true; grew;) {
 		grew = false;
 		std::size_t hi = static_cast<std::size_t>(
-			std::upper_bound(s->starts.begin(), s->starts.end(), ne) -
-			s->starts.begin());
+			std::upper_bound(s->starts, s->starts + s->size(), ne) - s->starts);
 		for (std::size_t i = hi; i-- > 0;) {
 			if (s->starts[i] + s->max_len < ns)
 				break;		// nothing earlier reaches ns
@@ -445,8 +476,8 @@ int ummunot_cache::insert_locked(std::uint64_t a, std::uint64_t b, int access,
 			    std::find(chosen.begin(), chosen.end(), e) != chosen.end())
 				continue;
 			chosen.push_back(e);
-			ns = std::min(ns, e->start);
-			ne = std::max(ne, e->end);
+			ns = std::min(ns, e->start());
+			ne = std::max(ne, e->end());
 			grew = true;
 		}
 	}
@@ -478,8 +509,6 @@ int ummunot_cache::insert_locked(std::uint64_t a, std::uint64_t b, int access,
 	};
 
 	for (unsigned int attempt = 0;;) {
-		e->start = ns;
-		e->end = ne;
 		e->pub.addr = ns;
 		e->pub.length = ne - ns;
 
@@ -487,7 +516,8 @@ int ummunot_cache::insert_locked(std::uint64_t a, std::uint64_t b, int access,
 		ummunot_region rg{};
 		rg.start = ns;
 		rg.length = ne - ns;
-		rg.cookie = e->cookie = next_cookie_++;
+		e->cookie = next_cookie_++;
+		rg.cookie = e->cookie;
 		r = mon_->register_regions(&rg, 1, nullptr);
 		if (r)
 			return r;
@@ -557,12 +587,35 @@ int ummunot_cache::insert_locked(std::uint64_t a, std::uint64_t b, int access,
 		kill_locked(c);
 		merges_++;
 	}
-	all_.insert(e.get());
 	entry *raw = e.release();
+	link_live_locked(raw);
 	republish_locked({raw});
 	unregister_locked();
 	*out = raw;
 	return 0;
+}
+
+// live_: every registered entry not yet deregistered (published, or DEAD
+// and still held), for the destructor.  An intrusive list: no node or
+// bucket per entry.
+void ummunot_cache::link_live_locked(entry *e)
+{
+	e->prev = nullptr;
+	e->next = live_;
+	if (live_)
+		live_->prev = e;
+	live_ = e;
+}
+
+void ummunot_cache::unlink_live_locked(entry *e)
+{
+	if (e->prev)
+		e->prev->next = e->next;
+	else
+		live_ = e->next;
+	if (e->next)
+		e->next->prev = e->prev;
+	e->prev = e->next = nullptr;
 }
 
 void ummunot_cache::reclaim_locked(bool force)
@@ -574,13 +627,13 @@ void ummunot_cache::reclaim_locked(bool force)
 	// unpublished; wait for those to finish.
 	rcu_synchronize();
 	for (entry *e = retired_entries_; e;) {
-		entry *n = e->next_retired;
+		entry *n = e->next;
 		delete e;
 		e = n;
 	}
 	for (snapshot *s = retired_snaps_; s;) {
 		snapshot *n = s->next_retired;
-		delete s;
+		snapshot::destroy(s);
 		s = n;
 	}
 	retired_entries_ = nullptr;

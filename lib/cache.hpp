@@ -23,7 +23,6 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include <ummunot/ummunot.h>
@@ -36,11 +35,20 @@ struct entry {
 	ummunot_reg pub;			// handed out; must stay first
 	std::atomic<std::uint64_t> refs{0};	// users | DEAD
 	std::atomic<std::uint64_t> last_used{0};	// LRU tick
-	std::uint64_t start = 0, end = 0;	// page aligned
-	std::uint64_t handle = 0, cookie = 0;
-	bool pending = false;			// registered, not yet published
-	bool in_module = false;			// handle is registered with the monitor
-	entry *next_retired = nullptr;
+	std::uint64_t handle = 0;
+	// Cookies come from a 64-bit counter starting at 1 and never reach
+	// 2^62, so the two flags share the word (88 bytes, a 96-byte chunk).
+	std::uint64_t cookie : 62 = 0;
+	std::uint64_t pending : 1 = 0;		// registered, not yet published
+	std::uint64_t in_module : 1 = 0;	// handle is registered with the monitor
+	// While registered: the cache's list of registered entries (live_).
+	// After finalize_locked(): next is the retire list's link.
+	entry *prev = nullptr, *next = nullptr;
+
+	// [start(), end()) is page aligned: pub.addr and pub.length are the
+	// cache's own range, not the caller's.
+	std::uint64_t start() const { return pub.addr; }
+	std::uint64_t end() const { return pub.addr + pub.length; }
 
 	static constexpr std::uint64_t DEAD = 1ULL << 63;
 };
@@ -48,28 +56,38 @@ struct entry {
 // The index.  The search touches starts[] only (one contiguous array of
 // keys); ends[] is read for the few candidates; the entry itself only for
 // the match (access check and CAS).  Slot i of the three arrays is one
-// entry.
+// entry.  One allocation: this header, then the three arrays, exactly
+// sized (capacity is fixed at create(); republish counts first).
 struct snapshot {
-	std::vector<std::uint64_t> starts;	// sorted
-	std::vector<std::uint64_t> ends;
-	std::vector<entry *> ents;
+	std::uint64_t *starts;			// sorted
+	std::uint64_t *ends;
+	entry **ents;
+	std::size_t n = 0, cap;
 	std::uint64_t max_len = 0;		// longest entry
 	snapshot *next_retired = nullptr;
 
-	std::size_t size() const { return ents.size(); }
-	void reserve(std::size_t n)
-	{
-		starts.reserve(n);
-		ends.reserve(n);
-		ents.reserve(n);
-	}
+	struct deleter {
+		void operator()(snapshot *s) const { destroy(s); }
+	};
+	using ptr = std::unique_ptr<snapshot, deleter>;
+
+	static ptr create(std::size_t cap);
+	static void destroy(snapshot *s);
+
+	std::size_t size() const { return n; }
 	void push_back(entry *e)
 	{
-		starts.push_back(e->start);
-		ends.push_back(e->end);
-		ents.push_back(e);
-		max_len = std::max(max_len, e->end - e->start);
+		// Never past cap: republish_locked() counted the entries.
+		starts[n] = e->start();
+		ends[n] = e->end();
+		ents[n] = e;
+		n++;
+		max_len = std::max(max_len, e->end() - e->start());
 	}
+
+private:
+	explicit snapshot(std::size_t c);
+	~snapshot() = default;
 };
 
 struct alignas(64) stat_shard {
@@ -117,6 +135,8 @@ private:
 	int insert_locked(std::uint64_t a, std::uint64_t b, int access, entry **out);
 	void reclaim_locked(bool force);
 	void publish_locked();
+	void link_live_locked(entry *e);
+	void unlink_live_locked(entry *e);
 
 	std::unique_ptr<ummunot_monitor> mon_;
 	ummunot_backend_ops ops_{};
@@ -133,7 +153,7 @@ private:
 	// Writer state, under mu_.
 	alignas(64) std::mutex mu_;
 	std::unordered_map<std::uint64_t, entry *> by_handle_;	// watched
-	std::unordered_set<entry *> all_;	// registered, not yet deregistered
+	entry *live_ = nullptr;			// registered, not yet deregistered
 	std::vector<std::uint64_t> to_unregister_;
 	std::vector<entry *> killed_;		// unpublished since the last republish
 	entry *retired_entries_ = nullptr;
