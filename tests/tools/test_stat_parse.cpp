@@ -2,7 +2,7 @@
 //
 // Host tests of ummunot-stat's parsers, collectors (against fixture trees)
 // and renderers.  FIXTURES is the tests/tools/fixtures directory.
-#define CATCH_CONFIG_MAIN
+// Catch2's main() comes from tests/unit's unit_main library.
 #include <catch2/catch.hpp>
 
 #include <fstream>
