@@ -99,9 +99,14 @@ std::string library_json(const library_stats &l)
 	s += ",\"misses\":" + u64s(l.misses);
 	// Index 0 (no event: resync and other library reasons) is "resync".
 	s += ",\"invalidations\":{\"resync\":" + u64s(l.invalidations[0]);
-	for (unsigned int t : event_types())
-		s += "," + json_string(event_type_name(t)) + ":" +
-		     u64s(l.invalidations[t]);
+	for (unsigned int t : event_types()) {
+		// Appended piece by piece: "lit" + std::string temporaries trip
+		// gcc 12's -Wrestrict false positive at -O3 (GCC PR 105651).
+		s += ',';
+		s += json_string(event_type_name(t));
+		s += ':';
+		s += u64s(l.invalidations[t]);
+	}
 	s += "}";
 	s += ",\"invalidations_total\":" + u64s(l.invalidations_total());
 	s += ",\"evictions\":" + u64s(l.evictions);
