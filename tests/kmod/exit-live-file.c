@@ -49,6 +49,41 @@ static void *poller(void *arg)
 	return NULL;
 }
 
+/* Pass an fd to the other end of the socket pair (child side). */
+static int send_fd(int sock, int fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	char c = 'f';
+	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+			      .msg_control = cbuf,
+			      .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return sendmsg(sock, &msg, 0) == 1 ? 0 : -1;
+}
+
+/* Receive the fd a child passed (parent side); fails the test if none. */
+static int recv_fd(int sock)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	char c;
+	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+			      .msg_control = cbuf,
+			      .msg_controllen = sizeof(cbuf) };
+	int fd;
+
+	T_EQ("recvmsg", 1, recvmsg(sock, &msg, 0));
+	T_ASSERT(CMSG_FIRSTHDR(&msg), "no fd received");
+	memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof(int));
+	return fd;
+}
+
 static void wait_child(pid_t pid, const char *what)
 {
 	int status;
@@ -118,36 +153,13 @@ int main(int argc, char **argv)
 	pid = fork();
 	T_ASSERT(pid >= 0, "fork: %s", t_errname(errno));
 	if (pid == 0) {
-		char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-		char c = 'f';
-		struct iovec iov = { .iov_base = &c, .iov_len = 1 };
-		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
-				      .msg_control = cbuf,
-				      .msg_controllen = sizeof(cbuf) };
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-
 		child_setup();
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &cf.fd, sizeof(int));
-		if (sendmsg(sv[1], &msg, 0) != 1)
+		if (send_fd(sv[1], cf.fd))
 			_exit(4);
 		_exit(0);
 	}
 	wait_child(pid, "exit after passing its fd");
-	{
-		char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-		char c;
-		struct iovec iov = { .iov_base = &c, .iov_len = 1 };
-		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
-				      .msg_control = cbuf,
-				      .msg_controllen = sizeof(cbuf) };
-
-		T_EQ("recvmsg", 1, recvmsg(sv[0], &msg, 0));
-		T_ASSERT(CMSG_FIRSTHDR(&msg), "no fd received");
-		memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof(int));
-	}
+	fd = recv_fd(sv[0]);
 	T_ASSERT(t_module_refcnt() > base, "refcnt %ld with a file held by us (baseline %ld)",
 		 t_module_refcnt(), base);
 	memset(&st, 0, sizeof(st));
@@ -173,13 +185,6 @@ int main(int argc, char **argv)
 	T_ASSERT(pid >= 0, "fork: %s", t_errname(errno));
 	if (pid == 0) {
 		static struct ummunot_region r[10];
-		char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-		char c = 'r';
-		struct iovec iov = { .iov_base = &c, .iov_len = 1 };
-		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
-				      .msg_control = cbuf,
-				      .msg_controllen = sizeof(cbuf) };
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
 		uint32_t idx;
 		char *p;
 
@@ -190,29 +195,18 @@ int main(int argc, char **argv)
 							.length = t_page, .cookie = i };
 		if (t_register_batch(cf.fd, r, 10, &idx))
 			_exit(5);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &cf.fd, sizeof(int));
-		if (sendmsg(sv[1], &msg, 0) != 1)
+		if (send_fd(sv[1], cf.fd))
 			_exit(4);
 		_exit(0);
 	}
 	wait_child(pid, "exit with 10 armed regions");
 	{
-		char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-		char c, path[64], info[4096], *line;
-		struct iovec iov = { .iov_base = &c, .iov_len = 1 };
-		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
-				      .msg_control = cbuf,
-				      .msg_controllen = sizeof(cbuf) };
+		char path[64], info[4096], *line;
 		unsigned long long unmap = ~0ULL, release = ~0ULL;
 		ssize_t n;
 		int ifd;
 
-		T_EQ("recvmsg", 1, recvmsg(sv[0], &msg, 0));
-		T_ASSERT(CMSG_FIRSTHDR(&msg), "no fd received");
-		memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof(int));
+		fd = recv_fd(sv[0]);
 		snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
 		ifd = open(path, O_RDONLY | O_CLOEXEC);
 		T_ASSERT(ifd >= 0, "open %s: %s", path, t_errname(errno));
