@@ -5,9 +5,10 @@
 #include <cerrno>
 #include <climits>
 #include <new>
-#include <sys/resource.h>
+#include <sched.h>
 #include <unistd.h>
 
+#include "ext.hpp"
 #include "internal.hpp"
 #include "rcu.hpp"
 #include "ring.hpp"
@@ -20,7 +21,10 @@ constexpr std::uint64_t default_max_entries = 65536;
 constexpr std::size_t reclaim_batch = 64;	// retired objects per grace period
 constexpr unsigned int race_attempts = 3;
 constexpr unsigned int drain_batch = 256;
-
+constexpr std::uint32_t max_priv_size = 4096;
+// Entries a miss may merge with (more are left alone: the merged range
+// would be huge anyway).  A fixed array: merging allocates nothing.
+constexpr std::size_t max_merge = 16;
 
 bool zero(const std::uint64_t *p, std::size_t n)
 {
@@ -28,6 +32,20 @@ bool zero(const std::uint64_t *p, std::size_t n)
 		if (p[i])
 			return false;
 	return true;
+}
+
+bool contains(const entry *const *v, std::size_t n, const entry *e)
+{
+	return std::find(v, v + n, e) != v + n;
+}
+
+// The hit counters' shard: the CPU we run on (rseq makes this a load), so
+// no thread-local storage of our own.  Any value is correct: the counters
+// are atomic, sharding only spreads the cache lines.
+unsigned int shard_index()
+{
+	int c = ::sched_getcpu();
+	return c > 0 ? static_cast<unsigned int>(c) : 0;
 }
 
 } // namespace
@@ -43,13 +61,13 @@ snapshot::snapshot(std::size_t c) : cap(c)
 	ents = reinterpret_cast<entry **>(ends + c);
 }
 
-snapshot::ptr snapshot::create(std::size_t cap)
+snapshot *snapshot::create(std::size_t cap) noexcept
 {
 	static_assert(sizeof(snapshot) % alignof(std::uint64_t) == 0 &&
 		      sizeof(std::uint64_t) == sizeof(entry *));
-	// Throws std::bad_alloc like the vectors did; callers catch it.
-	void *mem = ::operator new(sizeof(snapshot) + cap * 3 * sizeof(std::uint64_t));
-	return ptr(new (mem) snapshot(cap));
+	void *mem = ::operator new(sizeof(snapshot) + cap * 3 * sizeof(std::uint64_t),
+				   std::nothrow);
+	return mem ? new (mem) snapshot(cap) : nullptr;
 }
 
 void snapshot::destroy(snapshot *s)
@@ -62,37 +80,39 @@ void snapshot::destroy(snapshot *s)
 
 } // namespace ummunot::detail
 
-int ummunot_cache::create(std::unique_ptr<ummunot_monitor> mon,
-			  const ummunot_backend_ops *ops, void *ctx,
-			  const ummunot_cache_attr *attr, ummunot_cache **out)
+int ummunot_cache::create(std::unique_ptr<ummunot_monitor> mon, const backend &be,
+			  const ummunot_cache_config &cfg, ummunot_cache **out)
 {
 	std::unique_ptr<ummunot_cache> c(new (std::nothrow) ummunot_cache);
 	if (!c)
 		return -ENOMEM;
-	c->ops_ = *ops;
-	c->ctx_ = ctx;
+	fork_handlers_install();
+	c->fork_gen_ = fork_gen_now();
+	c->be_ = be;
+	c->priv_size_ = cfg.priv_size;
 	long pg = ::sysconf(_SC_PAGESIZE);
 	c->page_ = pg > 0 ? static_cast<std::uint64_t>(pg) : 4096;
 
 	std::uint64_t regions = mon->hello().max_regions;
 	if (regions < 2)
 		return -EPROTO;		// one slot is needed for the entry being added
-	std::uint64_t me = attr && attr->max_entries ? attr->max_entries : default_max_entries;
+	std::uint64_t me = cfg.max_entries ? cfg.max_entries : default_max_entries;
 	c->max_entries_ = std::min(me, regions - 1);
-
-	struct rlimit rl;
-	std::uint64_t lim = UINT64_MAX;
-	if (::getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-		lim = rl.rlim_cur;
-	std::uint64_t mp = attr && attr->max_pinned_bytes ? attr->max_pinned_bytes : lim;
-	c->max_pinned_ = std::min(mp, lim);
-	if (c->max_pinned_ < c->page_)
+	c->max_pinned_ = cfg.max_pinned_bytes ? cfg.max_pinned_bytes : UINT64_MAX;
+	c->max_cached_ = cfg.max_cached_length;
+	c->budget_ = cfg.budget ? cfg.budget : &ummunot_budget::process_default();
+	if (c->effective_cap() < c->page_)
 		return -ENOMEM;
 
-	c->index_.store(snapshot::create(0).release(), std::memory_order_relaxed);
+	snapshot *s = snapshot::create(0);
+	if (!s)
+		return -ENOMEM;
+	c->index_.store(s, std::memory_order_relaxed);
 	c->seen_gen_.store(mon->generation(), std::memory_order_relaxed);
 	c->mon_ = std::move(mon);
+	c->mon_->set_owned();
 	c->gen_word_ = c->mon_->generation_word();
+	c->budget_->attach();
 	if (ummunot_user_area *ua = c->mon_->user_area()) {
 		// Version and the (zero) counters first, magic last: a reader
 		// that sees the magic sees a user area in our format.  The
@@ -108,20 +128,114 @@ int ummunot_cache::create(std::unique_ptr<ummunot_monitor> mon,
 	return 0;
 }
 
+// The limit a single registration must fit under.
+std::uint64_t ummunot_cache::effective_cap() const
+{
+	return std::min(max_pinned_, budget_->limit());
+}
+
 ummunot_cache::~ummunot_cache()
 {
+	if (forked()) {
+		destroy_forked();
+		return;
+	}
 	std::lock_guard<std::mutex> g(mu_);
 
 	// Everything goes.  Putting a registration back after destroy is a
 	// caller bug (documented); entries still held are deregistered anyway
-	// so that nothing stays pinned.
-	drop_all_locked();
-	republish_locked({});
-	while (live_)
-		finalize_locked(live_);	// unlinks it
-	to_unregister_.clear();		// the regions go away with the file
-	reclaim_locked(true);
-	snapshot::destroy(index_.load(std::memory_order_relaxed));
+	// so that nothing stays pinned.  No reader can be inside the index
+	// (destroy must not race with other calls), so memory is freed now:
+	// first what only live_ reaches, then what the index reaches, then
+	// the retire lists.  The regions go away with the file.
+	for (entry *e = live_; e;) {
+		entry *n = e->next;
+		if (!e->finalized) {
+			be_.dereg(e->pub.mr, priv(&e->pub));
+			uncharge_locked(e->pub.length);
+		}
+		if (!e->published)
+			free_entry(e);
+		e = n;
+	}
+	live_ = live_tail_ = nullptr;
+	snapshot *s = index_.load(std::memory_order_relaxed);
+	for (std::size_t i = 0; i < s->size(); i++)
+		free_entry(s->ents[i]);
+	snapshot::destroy(s);
+	for (entry *e = retired_entries_; e;) {
+		entry *n = e->next;
+		free_entry(e);
+		e = n;
+	}
+	for (snapshot *r = retired_snaps_; r;) {
+		snapshot *n = r->next_retired;
+		snapshot::destroy(r);
+		r = n;
+	}
+	budget_->detach();
+}
+
+// In a forked child: the registrations are the parent's (never
+// deregister them here) and the ring is not mapped.  If another thread held
+// mu_ when the parent forked, the structures may be half-changed: leave
+// them (a bounded leak in the child) rather than walk them.
+void ummunot_cache::destroy_forked()
+{
+	if (!mu_.try_lock())
+		return;
+	for (entry *e = live_; e;) {
+		entry *n = e->next;
+		if (!e->published)
+			free_entry(e);
+		e = n;
+	}
+	snapshot *s = index_.load(std::memory_order_relaxed);
+	for (std::size_t i = 0; i < s->size(); i++)
+		free_entry(s->ents[i]);
+	snapshot::destroy(s);
+	for (entry *e = retired_entries_; e;) {
+		entry *n = e->next;
+		free_entry(e);
+		e = n;
+	}
+	for (snapshot *r = retired_snaps_; r;) {
+		snapshot *n = r->next_retired;
+		snapshot::destroy(r);
+		r = n;
+	}
+	budget_->detach();
+	mu_.unlock();
+}
+
+entry *ummunot_cache::new_entry()
+{
+	std::size_t sz = entry_priv_offset + priv_size_;
+	void *mem = ::operator new(sz, std::align_val_t(16), std::nothrow);
+
+	if (!mem)
+		return nullptr;
+	auto *e = new (mem) entry;
+	e->owner = this;
+	if (priv_size_)
+		std::memset(static_cast<unsigned char *>(mem) + entry_priv_offset, 0, priv_size_);
+	return e;
+}
+
+void ummunot_cache::free_entry(entry *e)
+{
+	e->~entry();
+	::operator delete(static_cast<void *>(e), std::align_val_t(16));
+}
+
+void *ummunot_cache::priv(const ummunot_reg *reg)
+{
+	const auto *e = reinterpret_cast<const entry *>(reg);
+
+	if (!e->owner->priv_size_)
+		return nullptr;
+	return const_cast<unsigned char *>(reinterpret_cast<const unsigned char *>(e)) +
+	       entry_priv_offset;
 }
 
 bool ummunot_cache::try_acquire(entry *e)
@@ -170,6 +284,8 @@ entry *ummunot_cache::lookup(const snapshot *s, std::uint64_t a, std::uint64_t b
 int ummunot_cache::get(std::uint64_t addr, std::uint64_t len, int access,
 		       const ummunot_reg **out)
 {
+	if (forked())
+		return -ECHILD;
 	if (!out || len == 0 || access < 0 || addr + len < addr)
 		return -EINVAL;
 	std::uint64_t a = addr & ~(page_ - 1);
@@ -177,48 +293,49 @@ int ummunot_cache::get(std::uint64_t addr, std::uint64_t len, int access,
 	if (b < addr + len)
 		return -EINVAL;
 
-	rcu_thread_state &me = rcu_thread_online();
-	stat_shard &sh = shards_[me.shard % shards_.size()];
-	// (F): pairs with the producer's (E) (the same load as
-	// ummunot_monitor::generation(), without the pointer chase).
-	// seen_gen_'s acquire pairs with the release in
-	// process_events_locked(): if it equals the ring's generation, every
-	// event up to there has been processed and its entries are DEAD and
-	// unpublished.
-	if (ring_load_acquire(gen_word_) != seen_gen_.load(std::memory_order_acquire)) {
-		std::lock_guard<std::mutex> g(mu_);
-		int r = process_events_locked();
-		if (r < 0)
-			return r;
-	}
+	stat_shard &sh = shards_[shard_index() % shards_.size()];
+	entry *e = nullptr;
+	if (!max_cached_ || b - a <= max_cached_) {
+		// (F): pairs with the producer's (E) (the same load as
+		// ummunot_monitor::generation(), without the pointer chase).
+		// seen_gen_'s acquire pairs with the release in
+		// process_events_locked(): if it equals the ring's generation,
+		// every event up to there has been processed and its entries
+		// are DEAD.
+		if (ring_load_acquire(gen_word_) != seen_gen_.load(std::memory_order_acquire)) {
+			std::lock_guard<std::mutex> g(mu_);
+			int r = process_events_locked();
+			if (r < 0)
+				return r;
+		}
 
-	rcu_read_lock();
-	// Pairs with the release store in republish_locked().
-	entry *e = lookup(index_.load(std::memory_order_acquire), a, b, access);
-	rcu_read_unlock();
-	if (e) {
-		// last_used is stored by put() only: once per get/put pair.
-		sh.hits.fetch_add(1, std::memory_order_relaxed);
-		*out = &e->pub;
-		return 0;
+		rcu_read_lock();
+		// Pairs with the release store in republish_locked().
+		e = lookup(index_.load(std::memory_order_acquire), a, b, access);
+		rcu_read_unlock();
+		if (e) {
+			sh.hits.fetch_add(1, std::memory_order_relaxed);
+			*out = &e->pub;
+			return 0;
+		}
 	}
 
 	std::lock_guard<std::mutex> g(mu_);
 	int r = process_events_locked();
 	if (r < 0)
 		return r;
-	r = 0;
-	// Another thread may have added it meanwhile; under mu_ the snapshot
-	// cannot change under us.
-	e = lookup(index_.load(std::memory_order_relaxed), a, b, access);
-	if (e) {
-		sh.hits.fetch_add(1, std::memory_order_relaxed);
+	if (max_cached_ && b - a > max_cached_) {
+		r = insert_uncached_locked(a, b, access, &e);
 	} else {
-		sh.misses.fetch_add(1, std::memory_order_relaxed);
-		try {
+		// Another thread may have added it meanwhile; under mu_ the
+		// snapshot cannot change under us.
+		e = lookup(index_.load(std::memory_order_relaxed), a, b, access);
+		if (e) {
+			sh.hits.fetch_add(1, std::memory_order_relaxed);
+			r = 0;
+		} else {
+			sh.misses.fetch_add(1, std::memory_order_relaxed);
 			r = insert_locked(a, b, access, &e);
-		} catch (const std::bad_alloc &) {
-			r = -ENOMEM;
 		}
 	}
 	reclaim_locked(false);
@@ -231,30 +348,39 @@ int ummunot_cache::get(std::uint64_t addr, std::uint64_t len, int access,
 
 int ummunot_cache::put(const ummunot_reg *reg)
 {
+	if (forked())
+		return -ECHILD;
 	if (!reg)
 		return -EINVAL;
 	// pub is the first member of the standard-layout entry.
 	entry *e = reinterpret_cast<entry *>(const_cast<ummunot_reg *>(reg));
+	if (e->owner != this)
+		return -EINVAL;
 
-	e->last_used.store(lru_tick_.load(std::memory_order_relaxed),
-			   std::memory_order_relaxed);
-	// Release: our use of the registration happens before whoever
-	// deregisters it; acquire: if we are that one, we see the others' uses.
-	std::uint64_t old = e->refs.fetch_sub(1, std::memory_order_acq_rel);
-	if ((old & ~entry::DEAD) == 0) {
-		e->refs.fetch_add(1, std::memory_order_relaxed);
-		return -EINVAL;		// not held
-	}
-	if (old == (entry::DEAD | 1)) {
+	// One CAS: drop our use and mark the entry recently used (CLOCK).  A
+	// count of 0 means "not held": refuse without changing anything, so
+	// nobody ever sees a transient count.  Release: our use of the
+	// registration happens before whoever deregisters it; acquire: if we
+	// are that one, we see the others' uses.
+	std::uint64_t v = e->refs.load(std::memory_order_relaxed), nv;
+	do {
+		if ((v & entry::COUNT) == 0)
+			return -EINVAL;
+		nv = (v - 1) | entry::REFERENCED;
+	} while (!e->refs.compare_exchange_weak(v, nv, std::memory_order_acq_rel,
+						std::memory_order_relaxed));
+	if ((nv & ~entry::REFERENCED) == entry::DEAD) {
 		std::lock_guard<std::mutex> g(mu_);
 		finalize_locked(e);
+		reclaim_locked(false);
 		publish_locked();
 	}
 	return 0;
 }
 
-// Mark e dead (no new users), forget its handle.  Published entries are
-// queued for unpublishing; if nobody uses e it is deregistered at once.
+// Mark e dead (no new users), forget its handle.  Published entries wait in
+// the index for the next republish; if nobody uses e it is deregistered at
+// once.  Allocates nothing.
 void ummunot_cache::kill_locked(entry *e)
 {
 	std::uint64_t old = e->refs.fetch_or(entry::DEAD, std::memory_order_acq_rel);
@@ -263,87 +389,134 @@ void ummunot_cache::kill_locked(entry *e)
 		return;
 	by_handle_.erase(e->handle);
 	if (e->in_module) {
-		to_unregister_.push_back(e->handle);
+		queue_unregister_locked(e->handle);
 		e->in_module = false;
 	}
 	if (e->pending)
 		return;			// insert_locked() cleans up
-	killed_.push_back(e);
-	if (old == 0)
+	nr_live_--;
+	nr_dead_published_++;
+	if ((old & entry::COUNT) == 0)
 		finalize_locked(e);
 }
 
-// Deregister e (it is DEAD with no users) and retire its memory: readers
-// holding an old snapshot may still look at e->refs until a grace period.
+// Deregister e (it is DEAD with no users).  Its memory is retired once it
+// is also out of the index (here, or in republish_locked()).
 void ummunot_cache::finalize_locked(entry *e)
 {
-	ops_.dereg(ctx_, e->pub.mr);
+	be_.dereg(e->pub.mr, priv(&e->pub));
 	deregistrations_++;
-	pinned_ -= e->pub.length;
+	uncharge_locked(e->pub.length);
 	unlink_live_locked(e);
+	e->finalized = true;
+	if (!e->published)
+		retire_locked(e);
+}
+
+// Readers holding an old snapshot may still look at e->refs until a grace
+// period has passed.
+void ummunot_cache::retire_locked(entry *e)
+{
 	e->next = retired_entries_;
 	retired_entries_ = e;
 	retired_count_++;
 }
 
-// Publish a new index: the old one without its DEAD entries, merged with
-// add (in any order; usually one entry).  The old index is already sorted,
-// so this is one linear merge, not a sort.
-void ummunot_cache::republish_locked(const std::vector<entry *> &add)
+// Publish a new index: the old one without its DEAD entries, plus add (if
+// any).  The old index is sorted, so this is one linear merge.  Returns
+// false, changing nothing, when the new index cannot be allocated: the old
+// one stays published, its DEAD entries unreachable to hits (try_acquire()
+// fails) and kept alive until a later republish drops them.
+bool ummunot_cache::republish_locked(entry *add)
 {
 	snapshot *old = index_.load(std::memory_order_relaxed);
-	std::vector<entry *> in(add);
-
-	std::sort(in.begin(), in.end(),
-		  [](const entry *x, const entry *y) { return x->start() < y->start(); });
 	// Exactly sized: DEAD only changes under mu_, so the count holds.
-	std::size_t live = in.size();
+	std::size_t live = (add != nullptr);
 	for (std::size_t i = 0; i < old->size(); i++)
 		live += !(old->ents[i]->refs.load(std::memory_order_relaxed) & entry::DEAD);
-	snapshot *s = snapshot::create(live).release();
-	std::size_t k = 0;
+	snapshot *s = snapshot::create(live);
+	if (!s)
+		return false;
+	bool added = !add;
 	for (std::size_t i = 0; i < old->size(); i++) {
 		entry *e = old->ents[i];
 		if (e->refs.load(std::memory_order_relaxed) & entry::DEAD)
 			continue;
-		for (; k < in.size() && in[k]->start() < e->start(); k++)
-			s->push_back(in[k]);
+		if (!added && add->start() < e->start()) {
+			s->push_back(add);
+			added = true;
+		}
 		s->push_back(e);
 	}
-	for (; k < in.size(); k++)
-		s->push_back(in[k]);
-	// Release: the entries' contents and DEAD marks of the dropped ones are
-	// visible to readers that load the new snapshot (acquire in get()).
+	if (!added)
+		s->push_back(add);
+	if (add)
+		add->published = true;
+	// Release: the entries' contents are visible to readers that load the
+	// new snapshot (acquire in get()).
 	index_.store(s, std::memory_order_release);
+	for (std::size_t i = 0; i < old->size(); i++) {
+		entry *e = old->ents[i];
+		if (!(e->refs.load(std::memory_order_relaxed) & entry::DEAD))
+			continue;
+		e->published = false;
+		if (e->finalized)
+			retire_locked(e);
+	}
 	old->next_retired = retired_snaps_;
 	retired_snaps_ = old;
 	retired_count_++;
-	killed_.clear();
+	nr_dead_published_ = 0;
+	return true;
+}
+
+void ummunot_cache::queue_unregister_locked(std::uint64_t handle)
+{
+	if (nr_unreg_ == unreg_.size())
+		unregister_locked();
+	unreg_[nr_unreg_++] = handle;
 }
 
 void ummunot_cache::unregister_locked()
 {
-	std::uint64_t chunk = mon_->hello().max_regions;
-
-	for (std::size_t i = 0; i < to_unregister_.size(); i += chunk) {
-		std::size_t n = std::min<std::size_t>(chunk, to_unregister_.size() - i);
-		// Failure would only leave a quiet region behind in the module.
-		(void)mon_->handles_op(UMMUNOT_IOC_UNREGISTER, &to_unregister_[i],
-				       static_cast<unsigned int>(n), nullptr);
-	}
-	to_unregister_.clear();
+	if (!nr_unreg_)
+		return;
+	// Failure would only leave a quiet region behind in the module: its
+	// one event names a handle we no longer know and is ignored.
+	(void)mon_->handles_op(UMMUNOT_IOC_UNREGISTER, unreg_.data(),
+			       static_cast<unsigned int>(nr_unreg_), nullptr);
+	nr_unreg_ = 0;
 }
 
-std::size_t ummunot_cache::drop_all_locked()
+bool ummunot_cache::charge_locked(std::uint64_t bytes)
 {
-	std::vector<entry *> v;
+	if (bytes > max_pinned_ || pinned_ > max_pinned_ - bytes)
+		return false;
+	if (!budget_->try_charge(bytes))
+		return false;
+	pinned_ += bytes;
+	return true;
+}
 
-	v.reserve(by_handle_.size());
-	for (auto &kv : by_handle_)
-		v.push_back(kv.second);
-	for (entry *e : v)
-		kill_locked(e);
-	return v.size();
+void ummunot_cache::uncharge_locked(std::uint64_t bytes)
+{
+	pinned_ -= bytes;
+	budget_->uncharge(bytes);
+}
+
+// Kill everything: after an overflow nothing the cache knows can be
+// trusted.  The entry being inserted (pending_) is killed too; its insert
+// sees that and retries.
+void ummunot_cache::drop_all_locked()
+{
+	for (entry *e = live_; e;) {
+		entry *n = e->next;	// kill_locked() may unlink e, not n
+		if (!e->uncached)
+			kill_locked(e);
+		e = n;
+	}
+	if (pending_)
+		kill_locked(pending_);
 }
 
 int ummunot_cache::process_events_locked()
@@ -367,17 +540,15 @@ int ummunot_cache::process_events_locked()
 			kill_locked(it->second);
 		});
 		if (n == -EOVERFLOW) {
-			// RESYNC first, then drain, then drop everything.
+			// RESYNC first, then drop everything.  A failed RESYNC
+			// changes nothing: the next call tries again.
 			int r = mon_->resync(nullptr);
 			if (r)
 				return r;
 			// Index 0: invalidated by the library itself (the
-			// entries being added are not counted, they are retried).
-			std::size_t n = 0;
-			for (auto &kv : by_handle_)
-				n += !kv.second->pending;
+			// entry being added is not counted, it is retried).
+			invalidations_[0] += nr_live_;
 			drop_all_locked();
-			invalidations_[0] += n;
 			resyncs_++;
 			published = false;
 			continue;
@@ -386,11 +557,14 @@ int ummunot_cache::process_events_locked()
 			return n;
 		total += n;
 		if (complete) {
-			if (!killed_.empty())
-				republish_locked({});
+			// Out of memory here is harmless: the DEAD entries stay
+			// in the index, unusable, until a later republish.
+			if (nr_dead_published_)
+				republish_locked(nullptr);
 			unregister_locked();
 			// Pairs with the acquire in get().
 			seen_gen_.store(g, std::memory_order_release);
+			mon_->mark_seen(g);
 			if (total || !published)
 				publish_locked();
 			return total;
@@ -398,102 +572,188 @@ int ummunot_cache::process_events_locked()
 	}
 }
 
-int ummunot_cache::evict_locked(std::uint64_t bytes_target, std::uint64_t entries_target,
-				const std::vector<entry *> &keep)
+// CLOCK (second chance): the hand sweeps live_; an entry put back since the
+// hand last passed has REFERENCED set and gets it cleared; the first unused
+// entry without it is the victim.  Two sweeps at most; amortised O(1): every
+// cleared bit was set by a put.  Only atomic CAS on refs: a concurrent hit
+// or put makes the CAS fail and the entry is passed over.
+entry *ummunot_cache::clock_victim_locked(const entry *const *keep, std::size_t nkeep)
 {
-	snapshot *s = index_.load(std::memory_order_relaxed);
-	std::vector<entry *> cand;
-	std::uint64_t count = s->size();
-	int n = 0;
-
-	for (std::size_t i = 0; i < s->size(); i++)
-		if (entry *e = s->ents[i]; e->refs.load(std::memory_order_relaxed) == 0 &&
-		    std::find(keep.begin(), keep.end(), e) == keep.end())
-			cand.push_back(e);
-	std::stable_sort(cand.begin(), cand.end(), [](const entry *x, const entry *y) {
-		return x->last_used.load(std::memory_order_relaxed) <
-		       y->last_used.load(std::memory_order_relaxed);
-	});
-	for (entry *e : cand) {
-		if (pinned_ <= bytes_target && count <= entries_target)
-			break;
-		std::uint64_t z = 0;
-		// Fails if a reader took it since we looked: then it stays.
-		if (!e->refs.compare_exchange_strong(z, entry::DEAD, std::memory_order_acq_rel))
+	for (std::size_t visits = 2 * nr_linked_ + 2; visits--;) {
+		entry *e = hand_ ? hand_ : live_;
+		if (!e)
+			return nullptr;
+		hand_ = e->next;
+		if (e->uncached || contains(keep, nkeep, e))
 			continue;
-		by_handle_.erase(e->handle);
-		to_unregister_.push_back(e->handle);
-		e->in_module = false;
-		killed_.push_back(e);
-		finalize_locked(e);
-		evictions_++;
-		count--;
-		n++;
+		std::uint64_t v = e->refs.load(std::memory_order_relaxed);
+		if (v & (entry::DEAD | entry::COUNT))
+			continue;
+		if (v & entry::REFERENCED) {
+			e->refs.compare_exchange_strong(v, v & ~entry::REFERENCED,
+							std::memory_order_relaxed);
+			continue;
+		}
+		if (e->refs.compare_exchange_strong(v, entry::DEAD, std::memory_order_acq_rel))
+			return e;
 	}
-	if (!killed_.empty())
-		republish_locked({});
+	return nullptr;
+}
+
+// e was just moved from 0 to DEAD by clock_victim_locked().
+void ummunot_cache::evict_one_locked(entry *e)
+{
+	by_handle_.erase(e->handle);
+	queue_unregister_locked(e->handle);
+	e->in_module = false;
+	nr_live_--;
+	nr_dead_published_++;
+	finalize_locked(e);
+	evictions_++;
+}
+
+std::size_t ummunot_cache::evict_all_locked(const entry *const *keep, std::size_t nkeep)
+{
+	std::size_t n = 0;
+
+	for (entry *e = live_; e;) {
+		entry *next = e->next;	// evicting e unlinks e, not next
+		std::uint64_t v = e->refs.load(std::memory_order_relaxed);
+		// The CAS fails if a reader took it since we looked: it stays.
+		if (!e->uncached && !contains(keep, nkeep, e) &&
+		    !(v & (entry::DEAD | entry::COUNT)) &&
+		    e->refs.compare_exchange_strong(v, entry::DEAD, std::memory_order_acq_rel)) {
+			evict_one_locked(e);
+			n++;
+		}
+		e = next;
+	}
+	if (nr_dead_published_)
+		republish_locked(nullptr);
 	unregister_locked();
 	return n;
 }
 
+// Charge bytes for an entry about to be registered, evicting unused
+// entries (never those in keep) until it fits under this cache's cap, the
+// budget and max_entries (removed: entries the new one will replace).
 int ummunot_cache::make_room_locked(std::uint64_t bytes, std::size_t removed,
-				    const std::vector<entry *> &keep)
+				    const entry *const *keep, std::size_t nkeep)
 {
-	if (bytes > max_pinned_)
-		return -ENOSPC;
-	std::uint64_t bytes_target = max_pinned_ - bytes;
-	std::uint64_t entries_target = max_entries_ - 1 + removed;
+	bool refreshed = false;
+	int r = 0;
 
-	evict_locked(bytes_target, entries_target, keep);
-	if (pinned_ > bytes_target ||
-	    index_.load(std::memory_order_relaxed)->size() > entries_target)
-		return -ENOSPC;
+	for (;;) {
+		if (nr_live_ < max_entries_ + removed && charge_locked(bytes))
+			break;
+		if (entry *v = clock_victim_locked(keep, nkeep)) {
+			evict_one_locked(v);
+			continue;
+		}
+		if (!refreshed) {
+			// The limit may have been raised (setrlimit) since.
+			budget_->refresh();
+			refreshed = true;
+			continue;
+		}
+		r = bytes > effective_cap() ? -E2BIG : -ENOSPC;
+		break;
+	}
+	if (nr_dead_published_)
+		republish_locked(nullptr);
+	unregister_locked();
+	return r;
+}
+
+int ummunot_cache::insert_uncached_locked(std::uint64_t a, std::uint64_t b, int access,
+					  entry **out)
+{
+	int r = make_room_locked(b - a, 0, nullptr, 0);
+	if (r)
+		return r;
+	entry *e = new_entry();
+	if (!e) {
+		uncharge_locked(b - a);
+		return -ENOMEM;
+	}
+	e->pub.addr = a;
+	e->pub.length = b - a;
+	e->pub.access = access;
+	void *mr = nullptr;
+	std::uint32_t lkey = 0, rkey = 0;
+	r = be_.reg(reinterpret_cast<void *>(a), b - a, access, priv(&e->pub), &mr, &lkey, &rkey);
+	if (r) {
+		uncharge_locked(b - a);
+		free_entry(e);
+		return r;
+	}
+	registrations_++;
+	uncached_++;
+	e->pub.mr = mr;
+	e->pub.lkey = lkey;
+	e->pub.rkey = rkey;
+	e->uncached = true;
+	// Born DEAD with one user: never found by a lookup, deregistered by
+	// its put.
+	e->refs.store(entry::DEAD | 1, std::memory_order_relaxed);
+	link_live_locked(e);
+	*out = e;
 	return 0;
 }
 
 int ummunot_cache::insert_locked(std::uint64_t a, std::uint64_t b, int access,
 				 entry **out)
 {
-	if (b - a > max_pinned_)
-		return -E2BIG;
+	if (b - a > effective_cap()) {
+		budget_->refresh();
+		if (b - a > effective_cap())
+			return -E2BIG;
+	}
 
 	// Merge with overlapping or adjacent entries of the same access.
 	snapshot *s = index_.load(std::memory_order_relaxed);
-	std::vector<entry *> chosen;
+	entry *chosen[max_merge];
+	std::size_t nchosen = 0;
 	std::uint64_t ns = a, ne = b;
 	// Candidates start at or before ne and end at or after ns: a binary
 	// search on starts[] and a backwards walk bounded by max_len, instead
 	// of looking at every entry.
-	for (bool grew = true; grew;) {
+	for (bool grew = true; grew && nchosen < max_merge;) {
 		grew = false;
 		std::size_t hi = static_cast<std::size_t>(
 			std::upper_bound(s->starts, s->starts + s->size(), ne) - s->starts);
-		for (std::size_t i = hi; i-- > 0;) {
+		for (std::size_t i = hi; i-- > 0 && nchosen < max_merge;) {
 			if (s->starts[i] + s->max_len < ns)
 				break;		// nothing earlier reaches ns
 			entry *e = s->ents[i];
 			if (s->ends[i] < ns || e->pub.access != access ||
-			    std::find(chosen.begin(), chosen.end(), e) != chosen.end())
+			    (e->refs.load(std::memory_order_relaxed) & entry::DEAD) ||
+			    contains(chosen, nchosen, e))
 				continue;
-			chosen.push_back(e);
+			chosen[nchosen++] = e;
 			ns = std::min(ns, e->start());
 			ne = std::max(ne, e->end());
 			grew = true;
 		}
 	}
-	int r = ne - ns <= max_pinned_ ? make_room_locked(ne - ns, chosen.size(), chosen)
-				       : -ENOSPC;
-	if (r && !chosen.empty()) {
+	int r = ne - ns <= effective_cap() ? make_room_locked(ne - ns, nchosen, chosen, nchosen)
+					   : -ENOSPC;
+	if (r && nchosen) {
 		// Merged it does not fit; try the request alone.
-		chosen.clear();
+		nchosen = 0;
 		ns = a;
 		ne = b;
-		r = make_room_locked(ne - ns, 0, chosen);
+		r = make_room_locked(ne - ns, 0, chosen, 0);
 	}
 	if (r)
 		return r;
+	// From here on [ns, ne) is charged.
 
-	auto e = std::make_unique<entry>();
+	entry *e = new_entry();
+	if (!e) {
+		uncharge_locked(ne - ns);
+		return -ENOMEM;
+	}
 	e->pub.access = access;
 	e->pending = true;
 
@@ -502,15 +762,24 @@ int ummunot_cache::insert_locked(std::uint64_t a, std::uint64_t b, int access,
 	// pages are gone, ours are not) or changed while being pinned (a retry
 	// of the union would pin the same stale neighbour again).
 	auto unmerge = [&]() {
-		chosen.clear();
+		uncharge_locked(ne - ns);
+		nchosen = 0;
 		ns = a;
 		ne = b;
-		return make_room_locked(ne - ns, 0, chosen);
+		return make_room_locked(ne - ns, 0, chosen, 0);
+	};
+	auto fail = [&](int err, bool charged) {
+		if (charged)
+			uncharge_locked(ne - ns);
+		pending_ = nullptr;
+		free_entry(e);
+		return err;
 	};
 
 	for (unsigned int attempt = 0;;) {
 		e->pub.addr = ns;
 		e->pub.length = ne - ns;
+		e->refs.store(0, std::memory_order_relaxed);
 
 		// 1. Watch the range: from here on every change produces an event.
 		ummunot_region rg{};
@@ -520,34 +789,46 @@ int ummunot_cache::insert_locked(std::uint64_t a, std::uint64_t b, int access,
 		rg.cookie = e->cookie;
 		r = mon_->register_regions(&rg, 1, nullptr);
 		if (r)
-			return r;
+			return fail(r, true);
 		e->handle = rg.handle;
+		try {
+			by_handle_.emplace(e->handle, e);
+		} catch (const std::bad_alloc &) {
+			std::uint64_t h = rg.handle;
+			(void)mon_->handles_op(UMMUNOT_IOC_UNREGISTER, &h, 1, nullptr);
+			return fail(-ENOMEM, true);
+		}
 		e->in_module = true;
-		e->refs.store(0, std::memory_order_relaxed);
-		by_handle_[e->handle] = e.get();
+		pending_ = e;
 
 		// 2. Pin it.
 		void *mr = nullptr;
 		std::uint32_t lkey = 0, rkey = 0;
-		r = ops_.reg(ctx_, reinterpret_cast<void *>(ns), ne - ns, access, &mr, &lkey, &rkey);
+		void *p = priv(&e->pub);
+		r = be_.reg(reinterpret_cast<void *>(ns), ne - ns, access, p, &mr, &lkey, &rkey);
 		if (r == -ENOMEM) {
-			evict_locked(0, 0, chosen);
-			r = ops_.reg(ctx_, reinterpret_cast<void *>(ns), ne - ns, access,
-				     &mr, &lkey, &rkey);
+			// The kernel's RLIMIT_MEMLOCK, or memory: make room.
+			budget_->refresh();
+			evict_all_locked(chosen, nchosen);
+			if (priv_size_)
+				std::memset(p, 0, priv_size_);
+			r = be_.reg(reinterpret_cast<void *>(ns), ne - ns, access, p,
+				    &mr, &lkey, &rkey);
 		}
 		if (r) {
-			kill_locked(e.get());
+			kill_locked(e);
 			unregister_locked();
-			if (chosen.empty())
-				return r;
+			if (!nchosen)
+				return fail(r, true);
 			// Whatever the error, the request alone may still pin.
 			r = unmerge();
 			if (r)
-				return r;
+				return fail(r, false);
+			if (priv_size_)
+				std::memset(p, 0, priv_size_);
 			continue;
 		}
 		registrations_++;
-		pinned_ += ne - ns;
 		e->pub.mr = mr;
 		e->pub.lkey = lkey;
 		e->pub.rkey = rkey;
@@ -560,62 +841,81 @@ int ummunot_cache::insert_locked(std::uint64_t a, std::uint64_t b, int access,
 		if (!r && !dead)
 			break;
 		if (!dead)
-			kill_locked(e.get());
+			kill_locked(e);
 		unregister_locked();
-		ops_.dereg(ctx_, mr);
+		be_.dereg(mr, p);
 		deregistrations_++;
-		pinned_ -= ne - ns;
+		if (priv_size_)
+			std::memset(p, 0, priv_size_);
 		if (r)
-			return r;
+			return fail(r, true);
 		race_retries_++;
 		if (++attempt == race_attempts)
-			return -EAGAIN;
-		if (!chosen.empty()) {
+			return fail(-EAGAIN, true);
+		if (nchosen) {
 			r = unmerge();
 			if (r)
-				return r;
+				return fail(r, false);
 		}
 	}
 
-	// 4. Publish, holding one reference for the caller.
-	e->pending = false;
+	// 4. Publish, holding one reference for the caller, and retire the
+	// entries it absorbed.
 	e->refs.store(1, std::memory_order_relaxed);
-	lru_tick_.fetch_add(1, std::memory_order_relaxed);
-	for (entry *c : chosen) {
-		if (c->refs.load(std::memory_order_relaxed) & entry::DEAD)
+	if (!republish_locked(e)) {
+		kill_locked(e);		// still pending: by_handle_ and module only
+		unregister_locked();
+		be_.dereg(e->pub.mr, priv(&e->pub));
+		deregistrations_++;
+		return fail(-ENOMEM, true);
+	}
+	e->pending = false;
+	pending_ = nullptr;
+	nr_live_++;
+	link_live_locked(e);
+	for (std::size_t i = 0; i < nchosen; i++) {
+		if (chosen[i]->refs.load(std::memory_order_relaxed) & entry::DEAD)
 			continue;
-		kill_locked(c);
+		kill_locked(chosen[i]);
 		merges_++;
 	}
-	entry *raw = e.release();
-	link_live_locked(raw);
-	republish_locked({raw});
+	if (nr_dead_published_)
+		republish_locked(nullptr);
 	unregister_locked();
-	*out = raw;
+	*out = e;
 	return 0;
 }
 
-// live_: every registered entry not yet deregistered (published, or DEAD
-// and still held), for the destructor.  An intrusive list: no node or
-// bucket per entry.
+// live_: every registered entry not yet deregistered (published, DEAD and
+// still held, or uncached), oldest first, for the CLOCK and the destructor.
+// An intrusive list: no node or bucket per entry.  New entries go to the
+// tail, so the hand meets them last.
 void ummunot_cache::link_live_locked(entry *e)
 {
-	e->prev = nullptr;
-	e->next = live_;
-	if (live_)
-		live_->prev = e;
-	live_ = e;
+	e->next = nullptr;
+	e->prev = live_tail_;
+	if (live_tail_)
+		live_tail_->next = e;
+	else
+		live_ = e;
+	live_tail_ = e;
+	nr_linked_++;
 }
 
 void ummunot_cache::unlink_live_locked(entry *e)
 {
+	if (hand_ == e)
+		hand_ = e->next;
 	if (e->prev)
 		e->prev->next = e->next;
 	else
 		live_ = e->next;
 	if (e->next)
 		e->next->prev = e->prev;
+	else
+		live_tail_ = e->prev;
 	e->prev = e->next = nullptr;
+	nr_linked_--;
 }
 
 void ummunot_cache::reclaim_locked(bool force)
@@ -628,7 +928,7 @@ void ummunot_cache::reclaim_locked(bool force)
 	rcu_synchronize();
 	for (entry *e = retired_entries_; e;) {
 		entry *n = e->next;
-		delete e;
+		free_entry(e);
 		e = n;
 	}
 	for (snapshot *s = retired_snaps_; s;) {
@@ -643,6 +943,8 @@ void ummunot_cache::reclaim_locked(bool force)
 
 int ummunot_cache::poll()
 {
+	if (forked())
+		return -ECHILD;
 	std::lock_guard<std::mutex> g(mu_);
 	int r = process_events_locked();
 	reclaim_locked(false);
@@ -652,19 +954,54 @@ int ummunot_cache::poll()
 
 int ummunot_cache::flush()
 {
+	if (forked())
+		return -ECHILD;
 	std::lock_guard<std::mutex> g(mu_);
 	int r = process_events_locked();
 	if (r < 0)
 		return r;
 	std::uint64_t before = evictions_;
-	evict_locked(0, 0, {});
+	evict_all_locked(nullptr, 0);
 	reclaim_locked(true);
 	publish_locked();
 	return static_cast<int>(evictions_ - before);
 }
 
-void ummunot_cache::stats(struct ummunot_cache_stats *st)
+int ummunot_cache::invalidate(std::uint64_t addr, std::uint64_t len)
 {
+	if (forked())
+		return -ECHILD;
+	if (len == 0 || addr + len < addr)
+		return -EINVAL;
+	std::lock_guard<std::mutex> g(mu_);
+	snapshot *s = index_.load(std::memory_order_relaxed);
+	std::uint64_t end = addr + len;
+	int n = 0;
+	// Entries overlapping [addr, end): start < end and end > addr.
+	std::size_t hi = static_cast<std::size_t>(
+		std::lower_bound(s->starts, s->starts + s->size(), end) - s->starts);
+	for (std::size_t i = hi; i-- > 0;) {
+		if (s->starts[i] + s->max_len <= addr)
+			break;
+		entry *e = s->ents[i];
+		if (s->ends[i] <= addr || (e->refs.load(std::memory_order_relaxed) & entry::DEAD))
+			continue;
+		kill_locked(e);
+		caller_invalidations_++;
+		n++;
+	}
+	if (nr_dead_published_)
+		republish_locked(nullptr);
+	unregister_locked();
+	reclaim_locked(false);
+	publish_locked();
+	return n;
+}
+
+int ummunot_cache::stats(struct ummunot_cache_stats_ext *st)
+{
+	if (forked())
+		return -ECHILD;
 	std::lock_guard<std::mutex> g(mu_);
 
 	*st = {};
@@ -680,18 +1017,23 @@ void ummunot_cache::stats(struct ummunot_cache_stats *st)
 	st->registrations = registrations_;
 	st->deregistrations = deregistrations_;
 	st->race_retries = race_retries_;
-	st->entries = index_.load(std::memory_order_relaxed)->size();
+	st->entries = nr_live_;
 	st->pinned_bytes = pinned_;
-	st->max_pinned_bytes = max_pinned_;
+	st->max_pinned_bytes = effective_cap();
 	st->max_entries = max_entries_;
+	st->uncached = uncached_;
+	st->caller_invalidations = caller_invalidations_;
+	st->budget_limit = budget_->limit();
+	st->budget_used = budget_->used();
 	publish_locked();
+	return 0;
 }
 
 // Copy the counters into the ring's user area (include/ummunot/user_area.h),
 // one relaxed 64-bit store per word: readers (fdinfo) promise no
 // consistency across words.  Only slow paths call this; hits and misses
-// are summed from the per-thread shards here, so the published hits lag
-// until the next slow-path operation (Documentation/library.rst).
+// are summed from the shards here, so the published hits lag until the
+// next slow-path operation (Documentation/library.rst).
 void ummunot_cache::publish_locked()
 {
 	ummunot_user_area *ua = mon_->user_area();
@@ -710,36 +1052,181 @@ void ummunot_cache::publish_locked()
 	ring_store_relaxed(&ua->evictions, evictions_);
 	ring_store_relaxed(&ua->resyncs, resyncs_);
 	ring_store_relaxed(&ua->pinned_bytes, pinned_);
-	ring_store_relaxed(&ua->entries, index_.load(std::memory_order_relaxed)->size());
+	ring_store_relaxed(&ua->entries, nr_live_);
 	ring_store_relaxed(&ua->registrations, registrations_);
 	ring_store_relaxed(&ua->deregistrations, deregistrations_);
 }
 
-namespace ummunot::detail {
-
-static int check_cache_args(const ummunot_backend_ops *ops, const ummunot_cache_attr *attr,
-			    ummunot_cache **out)
+// Each check names its own line: a failing test prints which one broke.
+int ummunot_cache::check_invariants()
 {
-	if (!out || !ops || !ops->reg || !ops->dereg)
+	std::lock_guard<std::mutex> g(mu_);
+	snapshot *s = index_.load(std::memory_order_relaxed);
+	std::size_t live = 0, dead = 0;
+	std::uint64_t bytes = 0;
+
+	for (std::size_t i = 0; i < s->size(); i++) {
+		entry *e = s->ents[i];
+		if (i && s->starts[i - 1] > s->starts[i])
+			return __LINE__;
+		if (s->starts[i] != e->start() || s->ends[i] != e->end() || !e->published)
+			return __LINE__;
+		if (e->refs.load(std::memory_order_relaxed) & entry::DEAD) {
+			dead++;
+			continue;
+		}
+		live++;
+		if (e->finalized || e->pending || !e->in_module)
+			return __LINE__;
+		auto it = by_handle_.find(e->handle);
+		if (it == by_handle_.end() || it->second != e)
+			return __LINE__;
+	}
+	if (live != nr_live_ || dead != nr_dead_published_)
+		return __LINE__;
+	if (by_handle_.size() != live + (pending_ ? 1 : 0))
+		return __LINE__;
+	std::size_t linked = 0;
+	for (entry *e = live_; e; e = e->next) {
+		linked++;
+		if (e->finalized || (e->next && e->next->prev != e))
+			return __LINE__;
+		bytes += e->pub.length;
+	}
+	if (linked != nr_linked_ || pinned_ != bytes)
+		return __LINE__;
+	if (pinned_ > max_pinned_)
+		return __LINE__;
+	return 0;
+}
+
+namespace {
+
+// attr (0.1) -> config (0.2).
+int config_from_attr(const ummunot_cache_attr *attr, ummunot_cache_config *cfg)
+{
+	*cfg = {};
+	cfg->size = sizeof(*cfg);
+	if (!attr)
+		return 0;
+	if (attr->flags || !zero(attr->resv, 4))
 		return -EINVAL;
-	if (attr && (attr->flags || !zero(attr->resv, 4)))
+	cfg->device_path = attr->device_path;
+	cfg->ring_entries = attr->ring_entries;
+	cfg->max_entries = attr->max_entries;
+	cfg->max_pinned_bytes = attr->max_pinned_bytes;
+	return 0;
+}
+
+int read_config(const ummunot_cache_config *in, ummunot_cache_config *cfg)
+{
+	if (!in) {
+		*cfg = {};
+		cfg->size = sizeof(*cfg);
+		return 0;
+	}
+	int r = read_ext(cfg, sizeof(*cfg), in, in->size, sizeof(*cfg));
+	if (r)
+		return r;
+	if (cfg->flags || cfg->priv_size > max_priv_size)
 		return -EINVAL;
 	return 0;
 }
 
+int read_ops(const ummunot_cache_ops *in, backend *be, void *ctx)
+{
+	ummunot_cache_ops ops;
+
+	if (!in)
+		return -EINVAL;
+	int r = read_ext(&ops, sizeof(ops), in, in->size, sizeof(ops));
+	if (r)
+		return r;
+	if (!ops.reg || !ops.dereg)
+		return -EINVAL;
+	be->reg2 = ops.reg;
+	be->dereg2 = ops.dereg;
+	be->ctx = ctx;
+	return 0;
+}
+
+int backend_from_ops1(const ummunot_backend_ops *ops, void *ctx, backend *be)
+{
+	if (!ops || !ops->reg || !ops->dereg)
+		return -EINVAL;
+	be->reg1 = ops->reg;
+	be->dereg1 = ops->dereg;
+	be->ctx = ctx;
+	return 0;
+}
+
+int create_on_device(std::unique_ptr<device> dev, const backend &be,
+		     const ummunot_cache_config &cfg, ummunot_cache **out)
+{
+	ummunot_monitor_attr ma{};
+	ma.ring_entries = cfg.ring_entries;
+	ummunot_monitor *m = nullptr;
+	int r = monitor_open_device(std::move(dev), &ma, &m);
+	if (r)
+		return r;
+	return ummunot_cache::create(std::unique_ptr<ummunot_monitor>(m), be, cfg, out);
+}
+
+int create_on_path(const backend &be, const ummunot_cache_config &cfg, ummunot_cache **out)
+{
+	try {
+		ummunot_monitor_attr ma{};
+		ma.device_path = cfg.device_path;
+		ma.ring_entries = cfg.ring_entries;
+		ummunot_monitor *m = nullptr;
+		int r = ummunot_monitor_open(&ma, &m);
+		if (r)
+			return r;
+		return ummunot_cache::create(std::unique_ptr<ummunot_monitor>(m), be, cfg, out);
+	} catch (const std::bad_alloc &) {
+		return -ENOMEM;
+	}
+}
+
+} // namespace
+
+namespace ummunot::detail {
+
 int cache_create_device(std::unique_ptr<device> dev, const ummunot_backend_ops *ops,
 			void *ctx, const ummunot_cache_attr *attr, ummunot_cache **out)
 {
-	int r = check_cache_args(ops, attr, out);
+	backend be;
+	ummunot_cache_config cfg;
+
+	if (!out)
+		return -EINVAL;
+	int r = backend_from_ops1(ops, ctx, &be);
+	if (!r)
+		r = config_from_attr(attr, &cfg);
 	if (r)
 		return r;
-	ummunot_monitor_attr ma{};
-	ma.ring_entries = attr ? attr->ring_entries : 0;
-	ummunot_monitor *m = nullptr;
-	r = monitor_open_device(std::move(dev), &ma, &m);
+	return create_on_device(std::move(dev), be, cfg, out);
+}
+
+int cache_create_device_ops(std::unique_ptr<device> dev, const ummunot_cache_ops *ops,
+			    void *ctx, const ummunot_cache_config *config, ummunot_cache **out)
+{
+	backend be;
+	ummunot_cache_config cfg;
+
+	if (!out)
+		return -EINVAL;
+	int r = read_ops(ops, &be, ctx);
+	if (!r)
+		r = read_config(config, &cfg);
 	if (r)
 		return r;
-	return ummunot_cache::create(std::unique_ptr<ummunot_monitor>(m), ops, ctx, attr, out);
+	return create_on_device(std::move(dev), be, cfg, out);
+}
+
+int cache_check(ummunot_cache *cache)
+{
+	return cache->check_invariants();
 }
 
 } // namespace ummunot::detail
@@ -752,22 +1239,34 @@ int ummunot_cache_create_backend(const struct ummunot_backend_ops *ops, void *ct
 				 const struct ummunot_cache_attr *attr,
 				 struct ummunot_cache **cache)
 {
-	int r = check_cache_args(ops, attr, cache);
+	backend be;
+	ummunot_cache_config cfg;
+
+	if (!cache)
+		return -EINVAL;
+	int r = backend_from_ops1(ops, ctx, &be);
+	if (!r)
+		r = config_from_attr(attr, &cfg);
 	if (r)
 		return r;
-	try {
-		ummunot_monitor_attr ma{};
-		ma.device_path = attr ? attr->device_path : nullptr;
-		ma.ring_entries = attr ? attr->ring_entries : 0;
-		ummunot_monitor *m = nullptr;
-		r = ummunot_monitor_open(&ma, &m);
-		if (r)
-			return r;
-		return ummunot_cache::create(std::unique_ptr<ummunot_monitor>(m), ops, ctx,
-					     attr, cache);
-	} catch (const std::bad_alloc &) {
-		return -ENOMEM;
-	}
+	return create_on_path(be, cfg, cache);
+}
+
+int ummunot_cache_create_ops(const struct ummunot_cache_ops *ops, void *ctx,
+			     const struct ummunot_cache_config *config,
+			     struct ummunot_cache **cache)
+{
+	backend be;
+	ummunot_cache_config cfg;
+
+	if (!cache)
+		return -EINVAL;
+	int r = read_ops(ops, &be, ctx);
+	if (!r)
+		r = read_config(config, &cfg);
+	if (r)
+		return r;
+	return create_on_path(be, cfg, cache);
 }
 
 void ummunot_cache_destroy(struct ummunot_cache *cache)
@@ -780,14 +1279,26 @@ int ummunot_cache_get(struct ummunot_cache *cache, const void *addr, size_t leng
 {
 	if (!cache)
 		return -EINVAL;
-	return cache->get(reinterpret_cast<std::uintptr_t>(addr), length, access, reg);
+	// Nothing in get throws (allocations are nothrow or caught where they
+	// happen); this is the last line of defence of the C contract.
+	try {
+		return cache->get(reinterpret_cast<std::uintptr_t>(addr), length, access, reg);
+	} catch (const std::bad_alloc &) {
+		return -ENOMEM;
+	} catch (...) {
+		return -EIO;
+	}
 }
 
 int ummunot_cache_put(struct ummunot_cache *cache, const struct ummunot_reg *reg)
 {
 	if (!cache)
 		return -EINVAL;
-	return cache->put(reg);
+	try {
+		return cache->put(reg);
+	} catch (...) {
+		return -EIO;
+	}
 }
 
 int ummunot_cache_poll(struct ummunot_cache *cache)
@@ -798,6 +1309,8 @@ int ummunot_cache_poll(struct ummunot_cache *cache)
 		return cache->poll();
 	} catch (const std::bad_alloc &) {
 		return -ENOMEM;
+	} catch (...) {
+		return -EIO;
 	}
 }
 
@@ -809,6 +1322,19 @@ int ummunot_cache_flush(struct ummunot_cache *cache)
 		return cache->flush();
 	} catch (const std::bad_alloc &) {
 		return -ENOMEM;
+	} catch (...) {
+		return -EIO;
+	}
+}
+
+int ummunot_cache_invalidate(struct ummunot_cache *cache, const void *addr, size_t length)
+{
+	if (!cache)
+		return -EINVAL;
+	try {
+		return cache->invalidate(reinterpret_cast<std::uintptr_t>(addr), length);
+	} catch (...) {
+		return -EIO;
 	}
 }
 
@@ -816,13 +1342,46 @@ int ummunot_cache_stats(struct ummunot_cache *cache, struct ummunot_cache_stats 
 {
 	if (!cache || !stats)
 		return -EINVAL;
-	cache->stats(stats);
+	struct ummunot_cache_stats_ext st;
+	int r = cache->stats(&st);
+	if (r)
+		return r;
+	// 0.1's struct is a prefix of the extensible one.
+	static_assert(offsetof(struct ummunot_cache_stats_ext, max_entries) ==
+			      offsetof(struct ummunot_cache_stats, max_entries) &&
+		      sizeof(struct ummunot_cache_stats) <= sizeof(struct ummunot_cache_stats_ext));
+	std::memcpy(stats, &st, sizeof(*stats));
 	return 0;
+}
+
+int ummunot_cache_stats_ext(struct ummunot_cache *cache,
+			    struct ummunot_cache_stats_ext *stats, size_t size)
+{
+	if (!cache || !stats || size < sizeof(std::uint64_t))
+		return -EINVAL;
+	struct ummunot_cache_stats_ext st;
+	int r = cache->stats(&st);
+	if (r)
+		return r;
+	return copy_ext(stats, size, &st, sizeof(st));
 }
 
 struct ummunot_monitor *ummunot_cache_monitor(struct ummunot_cache *cache)
 {
 	return cache ? cache->monitor() : nullptr;
+}
+
+int ummunot_cache_fd(const struct ummunot_cache *cache)
+{
+	if (!cache)
+		return -EINVAL;
+	int fd = cache->fd();
+	return fd >= 0 ? fd : -ENODEV;
+}
+
+void *ummunot_reg_priv(const struct ummunot_reg *reg)
+{
+	return reg ? ummunot_cache::priv(reg) : nullptr;
 }
 
 } // extern "C"

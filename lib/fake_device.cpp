@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include "fake_device.hpp"
 
+#include <new>
+
 #include <cerrno>
 #include <cstring>
 #include <set>
@@ -55,6 +57,18 @@ std::uint64_t fake_device::ioctl_count(unsigned long cmd) const
 }
 
 int fake_device::ioctl(unsigned long cmd, void *arg)
+{
+	// The fake "kernel" allocates from the process heap; running out
+	// there is the kernel's -ENOMEM (its state is unchanged: every
+	// container insert below is strongly exception-safe).
+	try {
+		return ioctl_locked(cmd, arg);
+	} catch (const std::bad_alloc &) {
+		return -ENOMEM;
+	}
+}
+
+int fake_device::ioctl_locked(unsigned long cmd, void *arg)
 {
 	std::lock_guard<std::mutex> g(lock_);
 

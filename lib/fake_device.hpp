@@ -56,6 +56,7 @@ private:
 		bool armed;
 	};
 
+	int ioctl_locked(unsigned long cmd, void *arg);
 	int hello(ummunot_hello *h);
 	int do_register(ummunot_batch *b);
 	int do_handles(unsigned long cmd, ummunot_batch *b);

@@ -21,4 +21,13 @@ int cache_create_device(std::unique_ptr<device> dev,
 			const ummunot_backend_ops *ops, void *ctx,
 			const ummunot_cache_attr *attr, ummunot_cache **out);
 
+// 0.2's create (ops with a private area, extensible config) over a device.
+int cache_create_device_ops(std::unique_ptr<device> dev, const ummunot_cache_ops *ops,
+			    void *ctx, const ummunot_cache_config *config,
+			    ummunot_cache **out);
+
+// 0 if the cache's internal invariants hold, else the line of the check
+// that failed (lib/cache.cpp).  Takes the cache's lock.
+int cache_check(ummunot_cache *cache);
+
 } // namespace ummunot::detail

@@ -5,10 +5,24 @@
 #include <vector>
 
 #include "internal.hpp"
+#include "ext.hpp"
 
 using namespace ummunot::detail;
 
 namespace {
+
+// Every C entry point on an existing monitor: NULL, a parent's monitor in
+// a forked child, and (for calls that change state) a cache's monitor.
+int check(const ummunot_monitor *m, bool mutating)
+{
+	if (!m)
+		return -EINVAL;
+	if (m->forked())
+		return -ECHILD;
+	if (mutating && m->owned())
+		return -EBUSY;
+	return 0;
+}
 
 bool is_pow2(std::uint32_t v) { return v && !(v & (v - 1)); }
 
@@ -29,6 +43,8 @@ int ummunot_monitor::open(std::unique_ptr<device> dev,
 
 	if (!m)
 		return -ENOMEM;
+	fork_handlers_install();
+	m->fork_gen_ = fork_gen_now();
 	m->dev_ = std::move(dev);
 	int r = m->handshake(attr);
 	if (r)
@@ -87,7 +103,9 @@ int ummunot_monitor::handshake(const ummunot_monitor_attr *attr)
 
 ummunot_monitor::~ummunot_monitor()
 {
-	if (map_)
+	// In a forked child the ring was not inherited (VM_DONTCOPY): whatever
+	// is mapped at map_ now is not ours.  Only the fd is closed.
+	if (map_ && !forked())
 		dev_->unmap_ring(map_, map_size_);
 }
 
@@ -262,8 +280,10 @@ int ummunot_monitor_fd(const struct ummunot_monitor *monitor)
 int ummunot_monitor_query(const struct ummunot_monitor *monitor,
 			  struct ummunot_monitor_info *info)
 {
-	if (!monitor || !info)
+	if (!info)
 		return -EINVAL;
+	if (int r = check(monitor, false))
+		return r;
 	const ummunot_hello &h = monitor->hello();
 	*info = ummunot_monitor_info{};
 	info->abi_version = h.abi_version;
@@ -279,8 +299,8 @@ int ummunot_monitor_register(struct ummunot_monitor *monitor,
 			     struct ummunot_region *regions, unsigned int count,
 			     unsigned int *error_index)
 {
-	if (!monitor)
-		return -EINVAL;
+	if (int r = check(monitor, true))
+		return r;
 	return monitor->register_regions(regions, count, error_index);
 }
 
@@ -288,8 +308,8 @@ int ummunot_monitor_unregister(struct ummunot_monitor *monitor,
 			       const uint64_t *handles, unsigned int count,
 			       unsigned int *error_index)
 {
-	if (!monitor)
-		return -EINVAL;
+	if (int r = check(monitor, true))
+		return r;
 	return monitor->handles_op(UMMUNOT_IOC_UNREGISTER, handles, count, error_index);
 }
 
@@ -297,31 +317,33 @@ int ummunot_monitor_rearm(struct ummunot_monitor *monitor,
 			  const uint64_t *handles, unsigned int count,
 			  unsigned int *error_index)
 {
-	if (!monitor)
-		return -EINVAL;
+	if (int r = check(monitor, true))
+		return r;
 	return monitor->handles_op(UMMUNOT_IOC_REARM, handles, count, error_index);
 }
 
 int ummunot_monitor_set_filter(struct ummunot_monitor *monitor, uint64_t mask,
 			       uint64_t *old_mask)
 {
-	if (!monitor)
-		return -EINVAL;
+	if (int r = check(monitor, true))
+		return r;
 	return monitor->set_filter(mask, old_mask);
 }
 
 int ummunot_monitor_changed(const struct ummunot_monitor *monitor)
 {
-	if (!monitor)
-		return -EINVAL;
+	if (int r = check(monitor, false))
+		return r;
 	return monitor->changed() ? 1 : 0;
 }
 
 int ummunot_monitor_read(struct ummunot_monitor *monitor,
 			 struct ummunot_event *events, unsigned int max)
 {
-	if (!monitor || (!events && max))
+	if (!events && max)
 		return -EINVAL;
+	if (int r = check(monitor, true))
+		return r;
 	if (max > INT32_MAX)
 		max = INT32_MAX;
 	// (F) first: if we empty the ring, everything up to g was consumed.
@@ -338,17 +360,39 @@ int ummunot_monitor_read(struct ummunot_monitor *monitor,
 
 int ummunot_monitor_resync(struct ummunot_monitor *monitor, uint64_t *dropped)
 {
-	if (!monitor)
-		return -EINVAL;
+	if (int r = check(monitor, true))
+		return r;
 	return monitor->resync(dropped);
 }
 
 int ummunot_monitor_stats(struct ummunot_monitor *monitor,
 			  struct ummunot_stats *stats)
 {
-	if (!monitor || !stats)
+	if (!stats)
 		return -EINVAL;
+	if (int r = check(monitor, false))
+		return r;
 	return monitor->stats(stats);
+}
+
+int ummunot_monitor_query_ext(const struct ummunot_monitor *monitor,
+			      struct ummunot_monitor_info_ext *info, size_t size)
+{
+	if (!info || size < sizeof(std::uint64_t))
+		return -EINVAL;
+	if (int r = check(monitor, false))
+		return r;
+	const ummunot_hello &h = monitor->hello();
+	ummunot_monitor_info_ext v{};
+	v.abi_version = h.abi_version;
+	v.ring_entries = h.ring_entries;
+	v.features = h.features;
+	v.supported_features = h.supported_features;
+	v.max_regions = h.max_regions;
+	v.entry_size = h.entry_size;
+	v.header_size = h.header_size;
+	v.ring_mmap_size = h.ring_mmap_size;
+	return copy_ext(info, size, &v, sizeof(v));
 }
 
 } // extern "C"

@@ -18,6 +18,7 @@
 #include <ummunot/user_area.h>
 
 #include "device.hpp"
+#include "fork.hpp"
 #include "ring.hpp"
 
 struct ummunot_monitor {
@@ -75,6 +76,15 @@ public:
 	// Remember g as fully consumed (for changed()).
 	void mark_seen(std::uint64_t g) { seen_gen_.store(g, std::memory_order_relaxed); }
 
+	// True in a child process forked after this monitor was opened: its
+	// ring is not mapped there and its file belongs to the parent's mm.
+	bool forked() const { return fork_gen_ != ummunot::detail::fork_gen_now(); }
+
+	// A cache owns this monitor: the C API refuses the calls that would
+	// change its state under the cache (-EBUSY).
+	void set_owned() { owned_ = true; }
+	bool owned() const { return owned_; }
+
 private:
 	ummunot_monitor() = default;
 	int handshake(const ummunot_monitor_attr *attr);
@@ -89,6 +99,8 @@ private:
 	ummunot_user_area *user_area_ = nullptr;
 	std::uint64_t cons_ = 0;		// our consumer index (we are its only writer)
 	std::atomic<std::uint64_t> seen_gen_{0};
+	std::uint64_t fork_gen_ = 0;
+	bool owned_ = false;
 };
 
 template <class F>

@@ -1,38 +1,40 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-#include "rcu.hpp"
+//
+// fork handling for the whole library: liburcu-bp's registry and grace
+// period lock are held across fork() (its documented before/after hooks),
+// so a child that creates its own cache has a consistent registry that
+// lists only its one thread; then the fork generation moves, which turns
+// every object inherited from the parent into one that answers -ECHILD.
+#include "fork.hpp"
 
-#include <atomic>
+#include <pthread.h>
+
+#include "rcu.hpp"
 
 namespace ummunot::detail {
 
-__thread rcu_thread_state rcu_tls __attribute__((tls_model("initial-exec")));
+std::atomic<std::uint64_t> fork_generation{0};
 
 namespace {
 
-std::atomic<unsigned int> next_shard{0};
+void before_fork() { urcu_bp_before_fork(); }
+void after_fork_parent() { urcu_bp_after_fork_parent(); }
 
-// Only its destructor matters: touched once per thread, on registration.
-struct rcu_thread_guard {
-	bool armed = false;
-	~rcu_thread_guard()
-	{
-		if (armed) {
-			urcu_memb_unregister_thread();
-			rcu_tls.online = 0;
-		}
-	}
-};
+void after_fork_child()
+{
+	urcu_bp_after_fork_child();
+	fork_generation.fetch_add(1, std::memory_order_relaxed);
+}
 
-thread_local rcu_thread_guard guard;
+pthread_once_t once = PTHREAD_ONCE_INIT;
+
+void install() { pthread_atfork(before_fork, after_fork_parent, after_fork_child); }
 
 } // namespace
 
-void rcu_thread_register()
+void fork_handlers_install()
 {
-	urcu_memb_register_thread();
-	guard.armed = true;
-	rcu_tls.shard = next_shard.fetch_add(1, std::memory_order_relaxed);
-	rcu_tls.online = 1;
+	pthread_once(&once, install);
 }
 
 } // namespace ummunot::detail

@@ -1,10 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //
-// Thin wrappers over liburcu's memb flavour.
+// RCU for the hit path: liburcu's "bulletproof" flavour (urcu-bp), the one
+// liburcu makes for libraries.
 //
-// We do not define _LGPL_SOURCE, so read_lock/read_unlock are calls into
-// liburcu-memb (no lock, no syscall: memb readers only touch a thread-local
-// counter; the writer side uses membarrier()).
+//  * No registration: a thread is registered by its first read lock and
+//    unregistered by liburcu-bp's own pthread key destructor.  A read lock
+//    taken during thread exit (another key's destructor, a C++
+//    thread_local destructor) registers the thread again and glibc runs the
+//    destructor again, so nothing is left registered.
+//  * Its symbols (urcu_bp_*) and registry are its own: an application or
+//    another library using liburcu-memb, -mb, -signal or -qsbr is not
+//    affected, in any order.
+//  * The library itself has no thread-local storage (no static TLS block
+//    is needed when libummunot.so is dlopen()ed).
+//
+// We do not define _LGPL_SOURCE: read_lock/read_unlock are calls into
+// liburcu-bp.so (with sys_membarrier, a reader only touches its own
+// registry slot; the writer side uses membarrier()).
 //
 // ThreadSanitizer cannot see liburcu's synchronisation (the library is not
 // instrumented).  In TSan builds each read-side critical section ends with
@@ -14,7 +26,7 @@
 // it), so TSan sees frees after a grace period as ordered after the reads.
 #pragma once
 
-#include <urcu/urcu-memb.h>
+#include <urcu/urcu-bp.h>
 
 #if defined(__SANITIZE_THREAD__)
 #define UMMUNOT_TSAN 1
@@ -35,46 +47,19 @@ namespace ummunot::detail {
 inline char rcu_tsan_token;
 #endif
 
-// Per-thread state of the hit path, in one initial-exec TLS word so that
-// the hit path costs one %fs-relative access even in libummunot.so (no
-// __tls_get_addr call; the few bytes come out of glibc's static TLS
-// surplus when the library is dlopen()ed).  A plain __thread POD: no TLS
-// wrapper or init guard.
-struct rcu_thread_state {
-	unsigned int online;		// registered with liburcu
-	unsigned int shard;		// stats shard index (any value; used mod n)
-};
-
-extern __thread rcu_thread_state rcu_tls __attribute__((tls_model("initial-exec")));
-
-// Slow path of rcu_thread_online(): register with liburcu, pick a stats
-// shard, arrange for unregistration at thread exit.
-void rcu_thread_register();
-
-// Registers the calling thread with liburcu on first use (unregistered
-// when the thread exits); returns its state.
-inline rcu_thread_state &rcu_thread_online()
-{
-	rcu_thread_state &t = rcu_tls;
-
-	if (__builtin_expect(!t.online, 0))
-		rcu_thread_register();
-	return t;
-}
-
-inline void rcu_read_lock() { urcu_memb_read_lock(); }
+inline void rcu_read_lock() { urcu_bp_read_lock(); }
 
 inline void rcu_read_unlock()
 {
 #ifdef UMMUNOT_TSAN
 	__tsan_release(&rcu_tsan_token);
 #endif
-	urcu_memb_read_unlock();
+	urcu_bp_read_unlock();
 }
 
 inline void rcu_synchronize()
 {
-	urcu_memb_synchronize_rcu();
+	urcu_bp_synchronize_rcu();
 #ifdef UMMUNOT_TSAN
 	__tsan_acquire(&rcu_tsan_token);
 #endif

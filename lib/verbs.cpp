@@ -31,6 +31,19 @@ int verbs_dereg(void *, void *mr)
 
 const ummunot_backend_ops verbs_ops = {verbs_reg, verbs_dereg};
 
+int verbs_reg2(void *ctx, void *addr, size_t length, int access, void *, void **mr,
+	       uint32_t *lkey, uint32_t *rkey)
+{
+	return verbs_reg(ctx, addr, length, access, mr, lkey, rkey);
+}
+
+int verbs_dereg2(void *ctx, void *mr, void *)
+{
+	return verbs_dereg(ctx, mr);
+}
+
+const ummunot_cache_ops verbs_ops2 = {sizeof(ummunot_cache_ops), verbs_reg2, verbs_dereg2};
+
 } // namespace
 #endif
 
@@ -44,6 +57,22 @@ extern "C" int ummunot_cache_create(struct ibv_pd *pd, const struct ummunot_cach
 #else
 	(void)pd;
 	(void)attr;
+	(void)cache;
+	return -EOPNOTSUPP;	// built without rdma-core
+#endif
+}
+
+extern "C" int ummunot_cache_create_verbs(struct ibv_pd *pd,
+					  const struct ummunot_cache_config *config,
+					  struct ummunot_cache **cache)
+{
+#if UMMUNOT_HAVE_VERBS
+	if (!pd)
+		return -EINVAL;
+	return ummunot_cache_create_ops(&verbs_ops2, pd, config, cache);
+#else
+	(void)pd;
+	(void)config;
 	(void)cache;
 	return -EOPNOTSUPP;	// built without rdma-core
 #endif

@@ -17,7 +17,20 @@
  * Every function returns 0 (or a non-negative count) on success and a
  * negative errno on failure; no function sets errno as its result and no
  * C++ exception crosses this interface.  Documentation/library.rst and the
- * man pages in man/man3 describe each call.
+ * man pages in man/man3 describe each call, with its thread safety.
+ *
+ * Threads: any thread may call any function at any time, including from
+ * pthread key destructors and during thread exit, with no registration;
+ * the library's RCU (liburcu-bp) does not interfere with an application
+ * or another library using liburcu itself.
+ *
+ * fork(): objects belong to the address space that created them.  In a
+ * child process every call on an object inherited from the parent returns
+ * -ECHILD without touching it, except ummunot_monitor_close(),
+ * ummunot_cache_destroy() and the fd accessors: destroy and close release
+ * the child's copy without deregistering anything, so the parent's
+ * registrations and events are unaffected.  A child creates its own
+ * objects if it needs them.
  *
  * This header compiles as C99, C11 and C++.
  */
@@ -70,6 +83,27 @@ void ummunot_monitor_close(struct ummunot_monitor *monitor);
 int ummunot_monitor_fd(const struct ummunot_monitor *monitor);
 int ummunot_monitor_query(const struct ummunot_monitor *monitor,
 			  struct ummunot_monitor_info *info);
+
+/*
+ * Extensible form of struct ummunot_monitor_info (since 0.2): fields are
+ * only ever appended.  ummunot_monitor_query_ext() fills the first
+ * min(size, its own size) bytes, zeroes the rest of the caller's struct and
+ * returns the number of bytes it filled.
+ */
+struct ummunot_monitor_info_ext {
+	uint32_t abi_version;		/* the kernel's */
+	uint32_t ring_entries;
+	uint64_t features;		/* granted */
+	uint64_t supported_features;	/* everything the kernel supports */
+	uint32_t max_regions;
+	uint32_t entry_size;
+	uint32_t header_size;		/* ring header bytes (the events follow) */
+	uint32_t resv;
+	uint64_t ring_mmap_size;
+};
+
+int ummunot_monitor_query_ext(const struct ummunot_monitor *monitor,
+			      struct ummunot_monitor_info_ext *info, size_t size);
 
 /*
  * Batches are all-or-nothing (as in the kernel).  error_index may be NULL;
@@ -184,8 +218,123 @@ int ummunot_cache_poll(struct ummunot_cache *cache);
 int ummunot_cache_flush(struct ummunot_cache *cache);
 int ummunot_cache_stats(struct ummunot_cache *cache,
 			struct ummunot_cache_stats *stats);
-/* The cache's monitor (for its fd); owned by the cache. */
+/*
+ * Deprecated (use ummunot_cache_fd()): the cache's monitor, owned by the
+ * cache.  Only the read-only calls work on it (fd, query, changed, stats);
+ * register, unregister, rearm, set_filter, read and resync return -EBUSY.
+ */
 struct ummunot_monitor *ummunot_cache_monitor(struct ummunot_cache *cache);
+
+/* ------------------------------------------------------------------ */
+/* Since 0.2 (version node UMMUNOT_0.2)                                */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A pinned-bytes budget that several caches share (e.g. one cache per
+ * HCA).  max_bytes 0 means "what the kernel allows this process":
+ * RLIMIT_MEMLOCK, re-read whenever the budget runs short or a
+ * registration fails with -ENOMEM, and unlimited with CAP_IPC_LOCK or an
+ * infinite limit.  Caches created without a budget share the process-wide
+ * one, which is of that kind.  A cache makes room by evicting its own
+ * unused entries only.
+ */
+struct ummunot_budget;
+
+int ummunot_budget_create(uint64_t max_bytes, struct ummunot_budget **budget);
+/* -EBUSY while a cache still uses it. */
+int ummunot_budget_destroy(struct ummunot_budget *budget);
+
+/*
+ * The registration backend, extensible form.  size is
+ * sizeof(struct ummunot_cache_ops) as the caller compiled it.  reg pins
+ * [addr, addr + length) and fills *mr, *lkey and *rkey; priv is the
+ * registration's private area (struct ummunot_cache_config.priv_size bytes,
+ * zeroed, 16-byte aligned; NULL when priv_size is 0), which reg may fill.
+ * It returns 0 or a negative errno (-ENOMEM makes the cache evict unused
+ * entries and retry once).  dereg undoes one successful reg, exactly once,
+ * never while the registration is in use and never in a forked child.
+ * Both may be called from any thread that calls into the cache, with the
+ * cache's internal lock held: they must not call back into the same cache.
+ */
+struct ummunot_cache_ops {
+	uint64_t size;
+	int (*reg)(void *ctx, void *addr, size_t length, int access, void *priv,
+		   void **mr, uint32_t *lkey, uint32_t *rkey);
+	int (*dereg)(void *ctx, void *mr, void *priv);
+};
+
+/*
+ * Cache configuration, extensible form.  size is
+ * sizeof(struct ummunot_cache_config) as the caller compiled it; bytes the
+ * library does not know must be zero (else -E2BIG).  Zero-initialise, set
+ * size, then what you need.
+ */
+struct ummunot_cache_config {
+	uint64_t size;
+	uint64_t flags;			/* must be 0 */
+	const char *device_path;	/* NULL: UMMUNOT_DEFAULT_DEVICE_PATH */
+	uint32_t ring_entries;		/* 0: the module's default */
+	uint32_t priv_size;		/* private bytes per registration, <= 4096 */
+	uint64_t max_entries;		/* 0: 65536 (and at most max_regions) */
+	uint64_t max_pinned_bytes;	/* 0: the budget's limit; never above it */
+	uint64_t max_cached_length;	/* 0: cache every length; longer
+					 * requests get a private registration,
+					 * deregistered at its put */
+	struct ummunot_budget *budget;	/* NULL: the process-wide budget */
+};
+
+int ummunot_cache_create_ops(const struct ummunot_cache_ops *ops, void *ctx,
+			     const struct ummunot_cache_config *config,
+			     struct ummunot_cache **cache);
+/* Verbs backend (ibv_reg_mr()/ibv_dereg_mr() on pd) with a config. */
+int ummunot_cache_create_verbs(struct ibv_pd *pd,
+			       const struct ummunot_cache_config *config,
+			       struct ummunot_cache **cache);
+
+/* The private area of a registration from get (NULL if priv_size is 0). */
+void *ummunot_reg_priv(const struct ummunot_reg *reg);
+
+/*
+ * The caller knows that [addr, addr + length) changed: no later get hands
+ * out a registration overlapping it (those in use stay valid until their
+ * put, then are deregistered).  Returns the number of entries invalidated.
+ */
+int ummunot_cache_invalidate(struct ummunot_cache *cache, const void *addr,
+			     size_t length);
+
+/* A file descriptor for poll/epoll: readable when ummunot_cache_poll() has
+ * work.  Owned by the cache. */
+int ummunot_cache_fd(const struct ummunot_cache *cache);
+
+/*
+ * Extensible form of struct ummunot_cache_stats (same first fields, then
+ * more; fields are only ever appended).  ummunot_cache_stats_ext() fills
+ * the first min(size, its own size) bytes, zeroes the rest of the caller's
+ * struct and returns the number of bytes it filled.
+ */
+struct ummunot_cache_stats_ext {
+	uint64_t hits;
+	uint64_t misses;
+	uint64_t invalidations[UMMUNOT_EVENT_TYPE_MAX];
+	uint64_t evictions;
+	uint64_t resyncs;
+	uint64_t merges;
+	uint64_t registrations;
+	uint64_t deregistrations;
+	uint64_t race_retries;
+	uint64_t entries;
+	uint64_t pinned_bytes;
+	uint64_t max_pinned_bytes;
+	uint64_t max_entries;
+	/* since 0.2 */
+	uint64_t uncached;		/* gets above max_cached_length */
+	uint64_t caller_invalidations;	/* entries ummunot_cache_invalidate() killed */
+	uint64_t budget_limit;		/* the budget's limit now */
+	uint64_t budget_used;		/* bytes charged to it by all its caches */
+};
+
+int ummunot_cache_stats_ext(struct ummunot_cache *cache,
+			    struct ummunot_cache_stats_ext *stats, size_t size);
 
 #ifdef __cplusplus
 }

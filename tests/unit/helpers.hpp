@@ -79,6 +79,18 @@ struct backend {
 		return 0;
 	}
 
+	// 0.2's ops: the same, plus the private area (the test records
+	// its address in it, so that a test can check what reg saw).
+	static int reg2(void *ctx, void *addr, size_t len, int access, void *priv, void **mr,
+			uint32_t *lkey, uint32_t *rkey)
+	{
+		int r = reg(ctx, addr, len, access, mr, lkey, rkey);
+		if (!r && priv)
+			*static_cast<std::uint64_t *>(priv) = reinterpret_cast<std::uintptr_t>(addr);
+		return r;
+	}
+	static int dereg2(void *ctx, void *mr, void *) { return dereg(ctx, mr); }
+
 	static int dereg(void *ctx, void *mr)
 	{
 		auto *b = static_cast<backend *>(ctx);
@@ -92,6 +104,10 @@ struct backend {
 	}
 
 	ummunot_backend_ops ops() const { return {&backend::reg, &backend::dereg}; }
+	ummunot_cache_ops ops2() const
+	{
+		return {sizeof(ummunot_cache_ops), &backend::reg2, &backend::dereg2};
+	}
 	int live()
 	{
 		return regs.load() - deregs.load();

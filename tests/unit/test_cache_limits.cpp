@@ -19,7 +19,7 @@ ummunot_cache_attr limits(std::uint64_t entries, std::uint64_t bytes)
 }
 } // namespace
 
-TEST_CASE("the entry limit evicts the least recently used unused entry", "[limits]")
+TEST_CASE("the entry limit evicts by CLOCK: an entry used since the hand passed survives", "[limits]")
 {
 	fixture f(limits(3, 1 << 20));
 	// Gaps so that nothing merges.
@@ -29,18 +29,28 @@ TEST_CASE("the entry limit evicts the least recently used unused entry", "[limit
 	ummunot_cache_put(f.cache, b);
 	const ummunot_reg *c = f.get(BASE + 4 * PAGE, PAGE);
 	ummunot_cache_put(f.cache, c);
-	// Touch a: b is now the oldest.
-	REQUIRE(f.get(BASE, PAGE) == a);
-	ummunot_cache_put(f.cache, a);
+	// Every entry was put (referenced): the first sweep clears them all
+	// and the hand takes the oldest, a.
 	const ummunot_reg *d = f.get(BASE + 6 * PAGE, PAGE);
 	REQUIRE(d);
-	CHECK(rec(b)->deregs == 1);
-	CHECK(rec(a)->deregs == 0);
+	ummunot_cache_put(f.cache, d);
+	CHECK(rec(a)->deregs == 1);
+	CHECK(rec(b)->deregs == 0);
 	CHECK(rec(c)->deregs == 0);
+	// The hand is at b now.  Use b again: it gets a second chance and c,
+	// unused since the sweep, goes.
+	REQUIRE(f.get(BASE + 2 * PAGE, PAGE) == b);
+	ummunot_cache_put(f.cache, b);
+	const ummunot_reg *e = f.get(BASE + 8 * PAGE, PAGE);
+	REQUIRE(e);
+	CHECK(rec(b)->deregs == 0);
+	CHECK(rec(c)->deregs == 1);
+	CHECK(rec(d)->deregs == 0);
 	auto s = f.stats();
 	CHECK(s.entries == 3);
-	CHECK(s.evictions == 1);
-	ummunot_cache_put(f.cache, d);
+	CHECK(s.evictions == 2);
+	ummunot_cache_put(f.cache, e);
+	CHECK(ummunot::detail::cache_check(f.cache) == 0);
 }
 
 TEST_CASE("entries in use are never evicted; a full cache says ENOSPC", "[limits]")
@@ -78,19 +88,36 @@ TEST_CASE("the pinned-bytes limit evicts until the new range fits", "[limits]")
 	ummunot_cache_put(f.cache, c);
 }
 
-TEST_CASE("the pinned-bytes limit never exceeds RLIMIT_MEMLOCK", "[limits]")
+TEST_CASE("a cache's pinned bytes never exceed its budget's limit", "[limits]")
 {
-	struct rlimit rl;
-	REQUIRE(getrlimit(RLIMIT_MEMLOCK, &rl) == 0);
-	if (rl.rlim_cur == RLIM_INFINITY)
-		SUCCEED("RLIMIT_MEMLOCK is unlimited here: nothing to clamp");
-	fixture f(limits(0, ~0ULL));
-	auto s = f.stats();
-	if (rl.rlim_cur != RLIM_INFINITY)
-		CHECK(s.max_pinned_bytes == rl.rlim_cur);
-	else
-		CHECK(s.max_pinned_bytes == ~0ULL);
+	ummunot_budget *bud = nullptr;
+	REQUIRE(ummunot_budget_create(8 * PAGE, &bud) == 0);
+	backend be;
+	auto ops = be.ops2();
+	ummunot_cache_config cfg{};
+	cfg.size = sizeof(cfg);
+	cfg.budget = bud;
+	ummunot_cache *c = nullptr;
+	REQUIRE(ummunot::detail::cache_create_device_ops(std::make_unique<fake_device>(), &ops,
+							 &be, &cfg, &c) == 0);
+	struct ummunot_cache_stats_ext s{};
+	REQUIRE(ummunot_cache_stats_ext(c, &s, sizeof(s)) == sizeof(s));
+	CHECK(s.max_pinned_bytes == 8 * PAGE);
+	CHECK(s.budget_limit == 8 * PAGE);
 	CHECK(s.max_entries == 65536 - 1);	// the fake's max_regions - 1
+	CHECK(ummunot_budget_destroy(bud) == -EBUSY);	// in use
+	for (int i = 0; i < 6; i++) {
+		const ummunot_reg *r = nullptr;
+		REQUIRE(ummunot_cache_get(c, at(BASE + 4 * i * PAGE), 2 * PAGE, 1, &r) == 0);
+		ummunot_cache_put(c, r);
+		REQUIRE(ummunot_cache_stats_ext(c, &s, sizeof(s)) > 0);
+		CHECK(s.pinned_bytes <= 8 * PAGE);
+		CHECK(s.budget_used == s.pinned_bytes);
+	}
+	CHECK(s.evictions == 2);
+	ummunot_cache_destroy(c);
+	CHECK(be.live() == 0);
+	CHECK(ummunot_budget_destroy(bud) == 0);
 }
 
 TEST_CASE("ENOMEM from the backend evicts unused entries and retries once", "[limits]")
