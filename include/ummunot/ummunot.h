@@ -24,8 +24,8 @@
  * the library's RCU (liburcu-bp) does not interfere with an application
  * or another library using liburcu itself.
  *
- * fork(): objects belong to the address space that created them.  In a
- * child process every call on an object inherited from the parent returns
+ * fork(): monitors and caches belong to the address space that created
+ * them.  In a child process every call on one inherited from the parent returns
  * -ECHILD without touching it, except ummunot_monitor_close(),
  * ummunot_cache_destroy() and the fd accessors: destroy and close release
  * the child's copy without deregistering anything, so the parent's
@@ -186,7 +186,7 @@ struct ummunot_cache_stats {
 	uint64_t hits;
 	uint64_t misses;
 	uint64_t invalidations[UMMUNOT_EVENT_TYPE_MAX];	/* entries, by event type */
-	uint64_t evictions;		/* LRU / limit / flush */
+	uint64_t evictions;		/* CLOCK / limit / flush */
 	uint64_t resyncs;		/* ring overflows handled */
 	uint64_t merges;		/* entries absorbed into a larger one */
 	uint64_t registrations;		/* successful backend reg calls */
@@ -220,8 +220,11 @@ int ummunot_cache_stats(struct ummunot_cache *cache,
 			struct ummunot_cache_stats *stats);
 /*
  * Deprecated (use ummunot_cache_fd()): the cache's monitor, owned by the
- * cache.  Only the read-only calls work on it (fd, query, changed, stats);
- * register, unregister, rearm, set_filter, read and resync return -EBUSY.
+ * cache.  fd, query, query_ext, changed, stats and set_filter work on it
+ * (a filter that drops events makes the cache hand out stale
+ * registrations: a negative control for tests, never for production);
+ * register, unregister, rearm, read and resync would corrupt the cache's
+ * state and return -EBUSY.
  */
 struct ummunot_monitor *ummunot_cache_monitor(struct ummunot_cache *cache);
 
