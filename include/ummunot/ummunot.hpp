@@ -118,6 +118,8 @@ public:
 	std::uint32_t rkey() const { return r_->rkey; }
 	std::uint64_t addr() const { return r_->addr; }
 	std::uint64_t length() const { return r_->length; }
+	// The private area (struct ummunot_cache_config.priv_size bytes).
+	void *priv() const { return ummunot_reg_priv(r_); }
 
 private:
 	ummunot_cache *c_ = nullptr;
@@ -135,6 +137,11 @@ public:
 	{
 		check(ummunot_cache_create_backend(&ops, ctx, attr, &c_),
 		      "ummunot_cache_create_backend");
+	}
+	cache(const ummunot_cache_ops &ops, void *ctx, const ummunot_cache_config &config)
+	{
+		check(ummunot_cache_create_ops(&ops, ctx, &config, &c_),
+		      "ummunot_cache_create_ops");
 	}
 	// Adopt a cache created through the C API.
 	explicit cache(ummunot_cache *c) : c_(c) {}
@@ -162,6 +169,17 @@ public:
 		check(ummunot_cache_stats(c_, &s), "ummunot_cache_stats");
 		return s;
 	}
+	struct ummunot_cache_stats_ext stats_ext() const
+	{
+		struct ummunot_cache_stats_ext s{};
+		check(ummunot_cache_stats_ext(c_, &s, sizeof(s)), "ummunot_cache_stats_ext");
+		return s;
+	}
+	int invalidate(const void *addr, std::size_t length)
+	{
+		return check(ummunot_cache_invalidate(c_, addr, length), "ummunot_cache_invalidate");
+	}
+	int fd() const { return check(ummunot_cache_fd(c_), "ummunot_cache_fd"); }
 	ummunot_cache *get() const { return c_; }
 
 private:

@@ -40,3 +40,25 @@ TEST_CASE("C++ wrappers throw std::system_error with the errno", "[cxx]")
 	ummunot::cache c(std::exchange(f.cache, nullptr));
 	CHECK_THROWS_AS(c.get(at(BASE), 0, 1), std::system_error);
 }
+
+TEST_CASE("C++ wrappers: 0.2 cache (private area, invalidate, stats_ext)", "[cxx]")
+{
+	backend be;
+	ummunot_cache_ops ops = be.ops2();
+	ummunot_cache_config cfg{};
+	cfg.size = sizeof(cfg);
+	cfg.priv_size = 16;
+	ummunot_cache *raw = nullptr;
+	REQUIRE(ummunot::detail::cache_create_device_ops(std::make_unique<fake_device>(), &ops,
+							 &be, &cfg, &raw) == 0);
+	ummunot::cache c(raw);
+	{
+		auto r = c.get(at(BASE), PAGE, 1);
+		REQUIRE(r.priv());
+		CHECK(*static_cast<std::uint64_t *>(r.priv()) == BASE);
+		CHECK(c.invalidate(at(BASE), PAGE) == 1);
+	}
+	CHECK(be.deregs == 1);
+	CHECK(c.stats_ext().caller_invalidations == 1);
+	CHECK_THROWS_AS(c.fd(), std::system_error);	// the fake device has no fd
+}
