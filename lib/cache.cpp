@@ -210,7 +210,9 @@ void ummunot_cache::destroy_forked()
 
 entry *ummunot_cache::new_entry()
 {
-	std::size_t sz = entry_priv_offset + priv_size_;
+	// Without a private area, exactly the entry (88 bytes: a 96-byte
+	// malloc chunk; rounding up to the area's offset would cost 112).
+	std::size_t sz = priv_size_ ? entry_priv_offset + priv_size_ : sizeof(entry);
 	void *mem = ::operator new(sz, std::align_val_t(16), std::nothrow);
 
 	if (!mem)

@@ -64,6 +64,9 @@ struct entry {
 	static constexpr std::uint64_t COUNT = REFERENCED - 1;
 };
 
+// 88 bytes: a 96-byte malloc chunk (Documentation/performance.md counts it).
+static_assert(sizeof(entry) == 88);
+
 inline constexpr std::size_t entry_priv_offset = (sizeof(entry) + 15) / 16 * 16;
 
 // The index.  The search touches starts[] only (one contiguous array of
