@@ -27,7 +27,7 @@ TEST_CASE("concurrent get/put with invalidations never returns a stale registrat
 	for (auto &s : stamp)
 		s = 0;
 	std::atomic<bool> stop{false};
-	std::atomic<int> stale{0}, errors{0}, gets{0}, first_error{0};
+	std::atomic<int> stale{0}, errors{0}, gets{0}, first_error{0}, invals{0};
 
 	auto buf = [](int i) { return BASE + std::uint64_t(i) * 4 * PAGE; };
 
@@ -40,6 +40,7 @@ TEST_CASE("concurrent get/put with invalidations never returns a stale registrat
 			// "munmap(buf i) returned"
 			f.fake->invalidate(buf(i), buf(i) + PAGE, UMMUNOT_EVENT_UNMAP);
 			stamp[i].store(s, std::memory_order_release);
+			invals++;
 			std::this_thread::yield();
 		}
 	});
@@ -48,7 +49,9 @@ TEST_CASE("concurrent get/put with invalidations never returns a stale registrat
 	for (int t = 0; t < nthreads; t++)
 		th.emplace_back([&, t] {
 			unsigned int x = t + 7;
-			for (int n = 0; n < iters; n++) {
+			// iters gets at least, and on until the invalidator has
+			// really run alongside (a loaded machine may starve it).
+			for (int n = 0; n < iters || (invals.load() < 500 && n < 100 * iters); n++) {
 				x = x * 1103515245 + 12345;
 				int i = (x >> 8) % nbuf;
 				std::uint64_t s = stamp[i].load(std::memory_order_acquire);
