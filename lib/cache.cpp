@@ -229,7 +229,11 @@ entry *ummunot_cache::new_entry()
 	// Without a private area, exactly the entry (88 bytes: a 96-byte
 	// malloc chunk; rounding up to the area's offset would cost 112).
 	std::size_t sz = priv_size_ ? entry_priv_offset + priv_size_ : sizeof(entry);
-	void *mem = ::operator new(sz, std::align_val_t(16), std::nothrow);
+	// operator new's default alignment covers the private area's 16
+	// bytes; the aligned overload would round 88 up to 96 (a 112-byte
+	// chunk).
+	static_assert(__STDCPP_DEFAULT_NEW_ALIGNMENT__ >= 16 && entry_priv_offset % 16 == 0);
+	void *mem = ::operator new(sz, std::nothrow);
 
 	if (!mem)
 		return nullptr;
@@ -243,7 +247,7 @@ entry *ummunot_cache::new_entry()
 void ummunot_cache::free_entry(entry *e)
 {
 	e->~entry();
-	::operator delete(static_cast<void *>(e), std::align_val_t(16));
+	::operator delete(static_cast<void *>(e));
 }
 
 void *ummunot_cache::priv(const ummunot_reg *reg)
