@@ -98,6 +98,26 @@ void ummunot_ring_free(struct ummunot_ring *ring)
 	kfree(ring);
 }
 
+/*
+ * A page of the mapping was zapped (madvise(MADV_DONTNEED), or the kernel
+ * dropped it): map the same ring page again.  The mapping holds a
+ * reference on the file, so the ring outlives it.
+ */
+static vm_fault_t ummunot_ring_fault(struct vm_fault *vmf)
+{
+	struct ummunot_ring *ring = vmf->vma->vm_private_data;
+
+	if (vmf->pgoff >= ring->nr_pages)
+		return VM_FAULT_SIGBUS;
+	vmf->page = ring->pages[vmf->pgoff];
+	get_page(vmf->page);
+	return 0;
+}
+
+static const struct vm_operations_struct ummunot_ring_vm_ops = {
+	.fault = ummunot_ring_fault,
+};
+
 int ummunot_ring_mmap(struct ummunot_ring *ring, struct vm_area_struct *vma)
 {
 	unsigned long nr = ring->nr_pages;
@@ -110,12 +130,18 @@ int ummunot_ring_mmap(struct ummunot_ring *ring, struct vm_area_struct *vma)
 		return -EPERM;
 
 	/*
-	 * Not inherited by fork (the child has another mm and must open its
-	 * own file), never grown by mremap, not in core dumps, never
-	 * executable.
+	 * Never inherited by fork (the child has another mm and must open
+	 * its own file): VM_IO makes madvise(MADV_DOFORK) fail with EINVAL,
+	 * so VM_DONTCOPY cannot be cleared.  Never grown by mremap, not in
+	 * core dumps, never executable.  VM_IO also keeps get_user_pages()
+	 * (and so RDMA registration, O_DIRECT, process_vm_readv) away from
+	 * the ring.
 	 */
-	ummunot_vm_flags_set(vma, VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP);
+	ummunot_vm_flags_set(vma, VM_IO | VM_DONTCOPY | VM_DONTEXPAND |
+			     VM_DONTDUMP);
 	ummunot_vm_flags_clear(vma, VM_MAYEXEC);
+	vma->vm_ops = &ummunot_ring_vm_ops;
+	vma->vm_private_data = ring;
 
 	return vm_insert_pages(vma, vma->vm_start, ring->pages, &nr);
 }
