@@ -36,9 +36,24 @@
 #include "ummunot_compat.h"
 #include "ummunot_priv.h"
 
-struct ummunot_ring *ummunot_ring_alloc(u32 nr_entries, u64 features)
+static unsigned int ummunot_ring_nr_pages(u32 nr_entries)
 {
 	size_t bytes = PAGE_SIZE + (size_t)nr_entries * sizeof(struct ummunot_event);
+
+	return DIV_ROUND_UP(bytes, PAGE_SIZE);
+}
+
+/* What a ring costs the user's max_user_memory: pages, page array, struct. */
+unsigned long ummunot_ring_bytes(u32 nr_entries)
+{
+	unsigned long nr = ummunot_ring_nr_pages(nr_entries);
+
+	return nr * PAGE_SIZE + nr * sizeof(struct page *) +
+	       sizeof(struct ummunot_ring);
+}
+
+struct ummunot_ring *ummunot_ring_alloc(u32 nr_entries, u64 features)
+{
 	struct ummunot_ring *ring;
 	unsigned int i;
 
@@ -46,7 +61,7 @@ struct ummunot_ring *ummunot_ring_alloc(u32 nr_entries, u64 features)
 	if (!ring)
 		return NULL;
 
-	ring->nr_pages = DIV_ROUND_UP(bytes, PAGE_SIZE);
+	ring->nr_pages = ummunot_ring_nr_pages(nr_entries);
 	ring->pages = kvcalloc(ring->nr_pages, sizeof(*ring->pages),
 			       GFP_KERNEL_ACCOUNT);
 	if (!ring->pages)
@@ -171,7 +186,7 @@ bool ummunot_ring_post(struct ummunot_ctx *ctx, const struct ummunot_kregion *r,
 	if (pending >= ring->nr_entries) {
 		/* Full, or a consumer index from the future: drop, say so. */
 		if (!ring->overflow) {
-			ring->overflow = true;
+			WRITE_ONCE(ring->overflow, true);
 			ctx->overflows++;
 		}
 		ring->dropped++;
@@ -194,7 +209,7 @@ bool ummunot_ring_post(struct ummunot_ctx *ctx, const struct ummunot_kregion *r,
 	WRITE_ONCE(e->resv[0], 0);
 	WRITE_ONCE(e->resv[1], 0);
 
-	ring->prod = prod + 1;
+	WRITE_ONCE(ring->prod, prod + 1);
 	/* (B): pairs with the consumer's load-acquire of producer (C). */
 	smp_store_release(&hdr->producer, ring->prod);
 	/* (E): pairs with the consumer's load-acquire of generation (F). */
@@ -222,7 +237,7 @@ u64 ummunot_ring_resync(struct ummunot_ring *ring)
 	u64 dropped = ring->dropped_since_resync;
 
 	ring->dropped_since_resync = 0;
-	ring->overflow = false;
+	WRITE_ONCE(ring->overflow, false);
 	WRITE_ONCE(ring->hdr->overflow, 0);
 	smp_store_release(&ring->hdr->generation, ++ring->gen);
 	return dropped;
