@@ -4,11 +4,15 @@
  * fails with EINVAL, a forked child does not have it, and after
  * madvise(MADV_DONTNEED) the same ring is mapped again on the next access
  * (it used to SIGBUS) and keeps receiving events.  A same-size mremap
- * (move) and a read-only mprotect are allowed.
+ * (move) and a read-only mprotect are allowed; growing, MREMAP_DONTUNMAP,
+ * PROT_EXEC, reading it through /proc/self/mem and userfaultfd are refused.
  */
 #include "helpers.h"
 
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -72,6 +76,38 @@ int main(int argc, char **argv)
 		T_OK("madvise(MADV_DONTNEED) of the region", madvise(p, t_page, MADV_DONTNEED));
 		t_expect_event(&f, 5, h, (uintptr_t)p, (uintptr_t)p + t_page,
 			       UMMUNOT_EVENT_CLEAR);
+	}
+
+	T_ERRNO("mremap grow", EFAULT,
+		(long)mremap(f.map, f.map_size, f.map_size + t_page, MREMAP_MAYMOVE));
+	T_ERRNO("mremap MREMAP_DONTUNMAP", EINVAL,
+		(long)mremap(f.map, f.map_size, f.map_size,
+			     MREMAP_MAYMOVE | MREMAP_DONTUNMAP));
+	T_ERRNO("mprotect PROT_EXEC", EACCES,
+		mprotect(f.map, f.map_size, PROT_READ | PROT_EXEC));
+	{
+		uint32_t magic;
+		int fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+
+		T_ASSERT(fd >= 0, "open /proc/self/mem: %s", t_errname(errno));
+		T_ERRNO("pread /proc/self/mem at the ring", EIO,
+			pread(fd, &magic, sizeof(magic), (off_t)(uintptr_t)f.map));
+		close(fd);
+	}
+
+	{
+		struct uffdio_api api = { .api = UFFD_API };
+		struct uffdio_register reg = {
+			.range = { .start = (uintptr_t)f.map, .len = f.map_size },
+			.mode = UFFDIO_REGISTER_MODE_MISSING,
+		};
+		int uffd = syscall(SYS_userfaultfd, O_CLOEXEC);
+
+		if (uffd >= 0 && ioctl(uffd, UFFDIO_API, &api) == 0)
+			T_ERRNO("UFFDIO_REGISTER of the ring", EINVAL,
+				ioctl(uffd, UFFDIO_REGISTER, &reg));
+		if (uffd >= 0)
+			close(uffd);
 	}
 
 	/* Read-only is the caller's business (it can no longer consume). */
