@@ -176,16 +176,16 @@ void ummunot_user_uncharge_ring(struct ummunot_user *u, unsigned long bytes)
 	atomic_long_sub(bytes, &u->memory);
 }
 
-/*
- * Charge @count regions to the user and to the address space, or neither.
- * The multiplication cannot overflow: count < 2^32 and a region is a few
- * hundred bytes.
- */
+/* Charge @count regions to the user and to the address space, or neither. */
 int ummunot_regions_charge(struct ummunot_user *u, struct ummunot_mm_acct *a,
 			   u32 count)
 {
-	unsigned long bytes = (unsigned long)count * ummunot_region_bytes;
+	unsigned long bytes;
 
+	/* count * 136 exceeds any limit long before it wraps, but not on 32 bits. */
+	if (count > ULONG_MAX / ummunot_region_bytes)
+		return -ENOSPC;
+	bytes = (unsigned long)count * ummunot_region_bytes;
 	if (!ummunot_charge(&a->regions, count,
 			    READ_ONCE(ummunot_max_regions_per_mm)))
 		return -ENOSPC;
