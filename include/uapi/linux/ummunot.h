@@ -309,8 +309,10 @@ struct ummunot_batch {
 /*
  * UMMUNOT_IOC_SET_FILTER: choose which event types are delivered.
  * Types outside the mask are counted in the statistics and otherwise
- * ignored (the region stays armed).
- * Errors: EINVAL (a bit outside UMMUNOT_EVENT_MASK_ALL, flags/resv).
+ * ignored (the region stays armed).  A failed call never changes the
+ * filter; concurrent calls take effect one after the other.
+ * Errors: EINVAL (a bit outside UMMUNOT_EVENT_MASK_ALL, flags/resv),
+ *	   EFAULT (the previous mask cannot be written back).
  */
 struct ummunot_filter {
 	__u64 mask;		/* in: UMMUNOT_EVENT_BIT()s; out: previous mask */
