@@ -112,7 +112,9 @@ static long ummunot_ioctl_hello(struct ummunot_ctx *ctx,
 			return -E2BIG;
 	}
 
-	mutex_lock(&ctx->lock);
+	/* Killable: another thread of this process may hold it on a fault. */
+	if (mutex_lock_killable(&ctx->lock))
+		return -EINTR;		/* seen only by a dying process */
 	if (ctx->ring) {
 		ret = -EALREADY;
 		goto out_unlock;
@@ -174,7 +176,8 @@ static long ummunot_ioctl_set_filter(struct ummunot_ctx *ctx,
 	 * written back before the new one is set, so a failed call changes
 	 * nothing and never undoes another call's change.
 	 */
-	mutex_lock(&ctx->lock);
+	if (mutex_lock_killable(&ctx->lock))
+		return -EINTR;		/* seen only by a dying process */
 	spin_lock(&ctx->event_lock);
 	old = ctx->event_mask;
 	spin_unlock(&ctx->event_lock);

@@ -354,7 +354,15 @@ long ummunot_ioctl_register(struct ummunot_ctx *ctx,
 	if (ret)
 		goto out_free;
 
-	mutex_lock(&ctx->lock);
+	/*
+	 * Killable: another thread of this process may hold ctx->lock while
+	 * its own memory is faulted in.  -EINTR only reaches a dying process.
+	 */
+	if (mutex_lock_killable(&ctx->lock)) {
+		ret = -EINTR;
+		b.error_index = b.count;
+		goto out_free;
+	}
 	ret = ummunot_register_commit(ctx, &b, head);
 	mutex_unlock(&ctx->lock);
 	if (!ret)
@@ -500,7 +508,12 @@ static long ummunot_ioctl_handles(struct ummunot_ctx *ctx,
 		ret = -ENOMEM;
 		goto out;
 	}
-	mutex_lock(&ctx->lock);
+	if (mutex_lock_killable(&ctx->lock)) {
+		ret = -EINTR;		/* seen only by a dying process */
+		b.error_index = b.count;
+		kfree(buf);
+		goto out;
+	}
 	ret = ummunot_handles_resolve(ctx, &b, unique, buf, &head);
 	if (ret)
 		ummunot_chain_unmark(head);
