@@ -11,7 +11,8 @@
  *                           and ->next.  May be held across user memory
  *                           access and while taking mmap_lock; only the
  *                           owner's own threads can wait for it (every
- *                           other caller gets EPERM first).  Never taken
+ *                           other caller gets EPERM first), and ioctls
+ *                           wait for it killably.  Never taken
  *                           by fdinfo, sysfs, GET_STATS, RESYNC, poll, the
  *                           ring's fault handler or a notifier callback,
  *                           so a caller stalled on its own memory
