@@ -35,6 +35,16 @@ static int ummunot_open(struct inode *inode, struct file *file)
 	if (!ctx)
 		return -ENOMEM;
 
+	ctx->user = ummunot_user_get();
+	ctx->mm_acct = ummunot_mm_acct_get(current->mm);
+	if (!ctx->user || !ctx->mm_acct) {
+		if (ctx->user)
+			ummunot_user_put(ctx->user);
+		if (ctx->mm_acct)
+			ummunot_mm_acct_put(ctx->mm_acct);
+		kfree(ctx);
+		return -ENOMEM;
+	}
 	ctx->mm = current->mm;
 	mmgrab(ctx->mm);
 	mutex_init(&ctx->lock);
@@ -56,7 +66,12 @@ static int ummunot_release(struct inode *inode, struct file *file)
 
 	ummunot_regions_release(ctx);
 	ummunot_client_del(ctx);
-	ummunot_ring_free(ctx->ring);
+	if (ctx->ring) {
+		ummunot_ring_free(ctx->ring);
+		ummunot_user_uncharge_ring(ctx->user, ctx->ring_charge);
+	}
+	ummunot_mm_acct_put(ctx->mm_acct);
+	ummunot_user_put(ctx->user);
 	mmdrop(ctx->mm);
 	mutex_destroy(&ctx->lock);
 	kfree(ctx);
@@ -70,6 +85,7 @@ static long ummunot_ioctl_hello(struct ummunot_ctx *ctx,
 	struct ummunot_ring *ring;
 	struct ummunot_hello h;
 	u64 entries, granted;
+	unsigned long charge;
 	long ret;
 
 	if (copy_from_user(&h, uhello, sizeof(h)))
@@ -96,7 +112,9 @@ static long ummunot_ioctl_hello(struct ummunot_ctx *ctx,
 			return -E2BIG;
 	}
 
-	mutex_lock(&ctx->lock);
+	/* Killable: another thread of this process may hold it on a fault. */
+	if (mutex_lock_killable(&ctx->lock))
+		return -EINTR;		/* seen only by a dying process */
 	if (ctx->ring) {
 		ret = -EALREADY;
 		goto out_unlock;
@@ -104,10 +122,14 @@ static long ummunot_ioctl_hello(struct ummunot_ctx *ctx,
 
 	granted = (h.features & UMMUNOT_FEATURES_V1) |
 		  UMMUNOT_FEATURE_RING_GENERATION;
+	charge = ummunot_ring_bytes(entries);
+	ret = ummunot_user_charge_ring(ctx->user, charge);
+	if (ret)
+		goto out_unlock;
 	ring = ummunot_ring_alloc(entries, granted);
 	if (!ring) {
 		ret = -ENOMEM;
-		goto out_unlock;
+		goto out_uncharge;
 	}
 
 	h.abi_version = UMMUNOT_ABI_VERSION;
@@ -122,13 +144,17 @@ static long ummunot_ioctl_hello(struct ummunot_ctx *ctx,
 	if (copy_to_user(uhello, &h, sizeof(h))) {
 		ummunot_ring_free(ring);
 		ret = -EFAULT;
-		goto out_unlock;
+		goto out_uncharge;
 	}
 
 	ctx->max_regions = h.max_regions;
+	ctx->ring_charge = charge;
 	/* Pairs with the acquire in ummunot_ctx_ring(). */
 	smp_store_release(&ctx->ring, ring);
 	ret = 0;
+	goto out_unlock;
+out_uncharge:
+	ummunot_user_uncharge_ring(ctx->user, charge);
 out_unlock:
 	mutex_unlock(&ctx->lock);
 	return ret;
@@ -145,18 +171,24 @@ static long ummunot_ioctl_set_filter(struct ummunot_ctx *ctx,
 	if (f.flags || f.resv || (f.mask & ~UMMUNOT_EVENT_MASK_ALL))
 		return -EINVAL;
 
+	/*
+	 * ctx->lock orders concurrent SET_FILTERs: the previous mask is
+	 * written back before the new one is set, so a failed call changes
+	 * nothing and never undoes another call's change.
+	 */
+	if (mutex_lock_killable(&ctx->lock))
+		return -EINTR;		/* seen only by a dying process */
 	spin_lock(&ctx->event_lock);
 	old = ctx->event_mask;
-	ctx->event_mask = f.mask;
 	spin_unlock(&ctx->event_lock);
-
 	if (put_user(old, &ufilter->mask)) {
-		/* Put the old filter back: a failed call changes nothing. */
-		spin_lock(&ctx->event_lock);
-		ctx->event_mask = old;
-		spin_unlock(&ctx->event_lock);
+		mutex_unlock(&ctx->lock);
 		return -EFAULT;
 	}
+	spin_lock(&ctx->event_lock);
+	ctx->event_mask = f.mask;
+	spin_unlock(&ctx->event_lock);
+	mutex_unlock(&ctx->lock);
 	return 0;
 }
 
@@ -171,11 +203,9 @@ static long ummunot_ioctl_resync(struct ummunot_ctx *ctx,
 	if (rs.flags || rs.resv)
 		return -EINVAL;
 
-	mutex_lock(&ctx->lock);
 	spin_lock(&ctx->event_lock);
 	rs.dropped = ummunot_ring_resync(ring);
 	spin_unlock(&ctx->event_lock);
-	mutex_unlock(&ctx->lock);
 
 	/* The resync happened; losing the count is the caller's problem. */
 	if (put_user(rs.dropped, &uresync->dropped))
@@ -194,10 +224,10 @@ static long ummunot_ioctl_get_stats(struct ummunot_ctx *ctx,
 	if (!st)
 		return -ENOMEM;
 
-	mutex_lock(&ctx->lock);
+	/* Never ctx->lock: a REGISTER may hold it across user memory access. */
+	spin_lock(&ctx->event_lock);
 	st->regions = ctx->nr_regions;
 	st->regions_registered = ctx->regions_registered;
-	spin_lock(&ctx->event_lock);
 	st->regions_armed = ctx->nr_armed;
 	st->events = ctx->events;
 	st->dropped = ring->dropped;
@@ -207,7 +237,6 @@ static long ummunot_ioctl_get_stats(struct ummunot_ctx *ctx,
 	memcpy(st->delivered, ctx->delivered, sizeof(st->delivered));
 	memcpy(st->filtered, ctx->filtered, sizeof(st->filtered));
 	spin_unlock(&ctx->event_lock);
-	mutex_unlock(&ctx->lock);
 
 	if (copy_to_user(ustats, st, sizeof(*st)))
 		ret = -EFAULT;

@@ -22,6 +22,8 @@
 #define UMMUNOT_RING_MAX_LIMIT	(1U << 22)
 
 unsigned int ummunot_max_regions = 131072;
+unsigned int ummunot_max_regions_per_mm = 131072;
+unsigned long ummunot_max_user_memory;	/* 0: 4% of RAM, set at load */
 unsigned int ummunot_max_ring_entries = 262144;
 unsigned int ummunot_default_ring_entries = 4096;
 
@@ -38,6 +40,29 @@ static int ummunot_param_set_ring(const char *val,
 				     UMMUNOT_RING_MAX_LIMIT);
 }
 
+/* 0 selects the default (4% of RAM); at most LONG_MAX (atomic_long_t). */
+static int ummunot_param_set_memory(const char *val,
+				    const struct kernel_param *kp)
+{
+	unsigned long v;
+	int ret;
+
+	ret = kstrtoul(val, 0, &v);
+	if (ret)
+		return ret;
+	if (v > LONG_MAX)
+		return -EINVAL;
+	if (!v)
+		v = ummunot_max_user_memory_default();
+	*(unsigned long *)kp->arg = v;
+	return 0;
+}
+
+static const struct kernel_param_ops ummunot_memory_ops = {
+	.set = ummunot_param_set_memory,
+	.get = param_get_ulong,
+};
+
 static const struct kernel_param_ops ummunot_regions_ops = {
 	.set = ummunot_param_set_regions,
 	.get = param_get_uint,
@@ -51,6 +76,14 @@ static const struct kernel_param_ops ummunot_ring_ops = {
 module_param_cb(max_regions, &ummunot_regions_ops, &ummunot_max_regions, 0644);
 MODULE_PARM_DESC(max_regions,
 		 "Most regions one open file may watch, fixed at its handshake (default 131072)");
+module_param_cb(max_regions_per_mm, &ummunot_regions_ops,
+		&ummunot_max_regions_per_mm, 0644);
+MODULE_PARM_DESC(max_regions_per_mm,
+		 "Most regions all files of one address space may watch together; bounds the callbacks one invalidation makes (default 131072)");
+module_param_cb(max_user_memory, &ummunot_memory_ops,
+		&ummunot_max_user_memory, 0644);
+MODULE_PARM_DESC(max_user_memory,
+		 "Bytes of kernel memory (rings and regions) the files of one user may hold together; 0 selects 4% of RAM (the default)");
 module_param_cb(max_ring_entries, &ummunot_ring_ops, &ummunot_max_ring_entries, 0644);
 MODULE_PARM_DESC(max_ring_entries,
 		 "Largest ring, in 64-byte entries, a handshake may ask for (default 262144, at most 4194304)");

@@ -7,8 +7,8 @@
  * madvise, ...) before the page tables change, so the event is in the ring
  * before that system call returns.  It may run with mmap_lock held and, for
  * the OOM reaper, in a non-blockable section: it takes only ctx->event_lock
- * for O(1) work and never sleeps, so it needs no special case for
- * !mmu_notifier_range_blockable().
+ * for O(1) work and sleeps only in cond_resched() when the range is
+ * blockable.
  */
 #include <linux/minmax.h>
 #include <linux/mmu_notifier.h>
@@ -62,7 +62,7 @@ static bool ummunot_invalidate(struct mmu_interval_notifier *mni,
 	} else if (r->armed) {
 		/* Report once; REARM or UNREGISTER ends the quiet period. */
 		r->armed = false;
-		ctx->nr_armed--;
+		WRITE_ONCE(ctx->nr_armed, ctx->nr_armed - 1);
 		if (ummunot_ring_post(ctx, r, start, end, type))
 			ctx->delivered[type]++;
 		wake = true;
@@ -77,6 +77,16 @@ static bool ummunot_invalidate(struct mmu_interval_notifier *mni,
 	 */
 	if (wake && wq_has_sleeper(&ctx->wq))
 		wake_up_interruptible_poll(&ctx->wq, EPOLLIN | EPOLLRDNORM);
+
+	/*
+	 * One invalidation calls every overlapping notifier of the mm in a
+	 * row (at most max_regions_per_mm of ours).  When the caller may
+	 * sleep (munmap, madvise, mprotect, ...: everything but the OOM
+	 * reaper), give the scheduler a chance between them.  No lock is
+	 * held by mn_itree_invalidate() around this call.
+	 */
+	if (mmu_notifier_range_blockable(range))
+		cond_resched();
 	return true;
 }
 

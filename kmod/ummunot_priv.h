@@ -6,20 +6,30 @@
  *
  *   struct ummunot_ctx      one per open file, bound to the opener's mm
  *     ->lock (mutex)        serialises HELLO, REGISTER, UNREGISTER, REARM,
- *                           RESYNC, GET_STATS and release; protects the
- *                           region xarray and ->nr_regions.  May be held
- *                           while taking mmap_lock (copy_from_user faults,
- *                           the first notifier insert); never taken under
- *                           mmap_lock or from a notifier callback.
+ *                           SET_FILTER and release of one file; protects
+ *                           the region xarray and each region's ->marked
+ *                           and ->next.  May be held across user memory
+ *                           access and while taking mmap_lock; only the
+ *                           owner's own threads can wait for it (every
+ *                           other caller gets EPERM first), and ioctls
+ *                           wait for it killably.  Never taken
+ *                           by fdinfo, sysfs, GET_STATS, RESYNC, poll, the
+ *                           ring's fault handler or a notifier callback,
+ *                           so a caller stalled on its own memory
+ *                           (userfaultfd) blocks no observer.
  *     ->event_lock (spin)   protects the ring's producer state, each
- *                           region's ->armed, the filter and the counters.
+ *                           region's ->armed, the filter and the counters
+ *                           (nr_regions and nr_armed are changed together,
+ *                           so readers under it see armed <= regions).
  *                           Taken by notifier callbacks (possibly with
  *                           mmap_lock held, possibly non-blockable) and
  *                           held only for O(1) work: no allocation, no
  *                           sleeping, no user access under it.
  *   struct ummunot_ring     the shared ring; published once by HELLO with
  *                           a release store, read with an acquire load.
- *   struct ummunot_kregion   one MMU interval notifier and its cookie.
+ *   struct ummunot_kregion  one MMU interval notifier and its cookie.
+ *   struct ummunot_user     per-user accounting (ummunot_limits.c).
+ *   struct ummunot_mm_acct  per-address-space region count (same file).
  */
 #ifndef _UMMUNOT_PRIV_H
 #define _UMMUNOT_PRIV_H
@@ -37,8 +47,21 @@
 
 #define UMMUNOT_HANDLE_ID_MASK	0xffffffffULL
 
+/*
+ * Batches are copied in and out through a fixed buffer of this size, never
+ * through an allocation sized by the caller's count.
+ */
+#define UMMUNOT_CHUNK_BYTES	2048
+#define UMMUNOT_REGION_CHUNK	(UMMUNOT_CHUNK_BYTES / sizeof(struct ummunot_region))
+#define UMMUNOT_HANDLE_CHUNK	(UMMUNOT_CHUNK_BYTES / sizeof(u64))
+
+/* What one region's slot in the handle xarray costs, rounded up. */
+#define UMMUNOT_XA_SLOT_BYTES	16
+
 /* Module parameters (ummunot_main.c). */
 extern unsigned int ummunot_max_regions;
+extern unsigned int ummunot_max_regions_per_mm;
+extern unsigned long ummunot_max_user_memory;
 extern unsigned int ummunot_max_ring_entries;
 extern unsigned int ummunot_default_ring_entries;
 
@@ -60,8 +83,14 @@ struct ummunot_ring {
 	bool overflow;
 };
 
+struct ummunot_user;
+struct ummunot_mm_acct;
+
 struct ummunot_ctx {
 	struct mm_struct *mm;		/* mmgrab()ed at open */
+	struct ummunot_user *user;	/* the opener's (real uid) */
+	struct ummunot_mm_acct *mm_acct;
+	unsigned long ring_charge;	/* bytes charged for the ring */
 	struct mutex lock;
 	spinlock_t event_lock;
 	struct ummunot_ring *ring;	/* NULL until HELLO */
@@ -71,13 +100,18 @@ struct ummunot_ctx {
 	struct xarray regions;		/* handle id -> struct ummunot_kregion */
 	u32 next_id;
 	u16 handle_gen;			/* wraps of next_id */
-	u64 nr_regions;
-	u64 regions_registered;
 	u32 max_regions;		/* fixed at HELLO */
+
+	/*
+	 * Written under ->lock and ->event_lock (WRITE_ONCE); read under
+	 * either, or with READ_ONCE for a single value.
+	 */
+	u64 nr_regions;
+	u64 nr_armed;
+	u64 regions_registered;
 
 	/* Under ->event_lock. */
 	u64 event_mask;
-	u64 nr_armed;
 	u64 events;
 	u64 overflows;
 	u64 delivered[UMMUNOT_EVENT_TYPE_MAX];
@@ -90,7 +124,7 @@ struct ummunot_ctx {
 };
 
 /*
- * 112 bytes on x86-64 (the notifier is 88): the handle is stored as its two
+ * 120 bytes on x86-64 (the notifier is 88): the handle is stored as its two
  * halves so that the flags fit in the same word.
  */
 struct ummunot_kregion {
@@ -100,7 +134,8 @@ struct ummunot_kregion {
 	u32 id;				/* xarray index, the handle's low half */
 	u16 gen;			/* the handle's high half */
 	bool armed;			/* under ctx->event_lock */
-	bool marked;			/* under ctx->lock, batch duplicate check */
+	bool marked;			/* under ctx->lock, on a batch's chain */
+	struct ummunot_kregion *next;	/* under ctx->lock, a batch's chain */
 };
 
 static inline u64 ummunot_kregion_handle(const struct ummunot_kregion *r)
@@ -115,7 +150,24 @@ void ummunot_client_add(struct ummunot_ctx *ctx);
 void ummunot_client_del(struct ummunot_ctx *ctx);
 void ummunot_show_fdinfo(struct seq_file *m, struct file *file);
 
+/* ummunot_limits.c */
+extern const struct attribute_group ummunot_limits_group;
+void ummunot_limits_init(unsigned int region_object_size);
+unsigned long ummunot_max_user_memory_default(void);
+unsigned long ummunot_region_charge(void);
+struct ummunot_user *ummunot_user_get(void);
+void ummunot_user_put(struct ummunot_user *u);
+struct ummunot_mm_acct *ummunot_mm_acct_get(const struct mm_struct *mm);
+void ummunot_mm_acct_put(struct ummunot_mm_acct *a);
+int ummunot_user_charge_ring(struct ummunot_user *u, unsigned long bytes);
+void ummunot_user_uncharge_ring(struct ummunot_user *u, unsigned long bytes);
+int ummunot_regions_charge(struct ummunot_user *u, struct ummunot_mm_acct *a,
+			   u32 count);
+void ummunot_regions_uncharge(struct ummunot_user *u, struct ummunot_mm_acct *a,
+			      u32 count);
+
 /* ummunot_ring.c */
+unsigned long ummunot_ring_bytes(u32 nr_entries);
 struct ummunot_ring *ummunot_ring_alloc(u32 nr_entries, u64 features);
 void ummunot_ring_free(struct ummunot_ring *ring);
 int ummunot_ring_mmap(struct ummunot_ring *ring, struct vm_area_struct *vma);

@@ -2,26 +2,34 @@
 /*
  * ummunot: watched regions - REGISTER, UNREGISTER, REARM and release.
  *
- * Batches are all-or-nothing.  Each batch runs in phases so that every
- * step that can fail comes before the first step that is visible:
+ * Batches are all-or-nothing.  No allocation is sized by the caller's
+ * count: the array is copied through a fixed buffer (UMMUNOT_CHUNK_BYTES),
+ * and the regions of a batch are chained through ->next.
  *
- *   REGISTER:   copy + validate every element and allocate every region,
- *               allocate every handle, write every handle back to user
- *               memory, then insert the notifiers (only the very first
- *               insert in an mm can fail, before anything is watched) and
- *               wait out in-flight invalidations.
- *   UNREGISTER: copy every handle, look each up (and refuse duplicates),
- *               then remove.
- *   REARM:      copy every handle, look each up, then arm.
+ *   REGISTER:   1. without ctx->lock: charge the user and mm limits, copy
+ *                  and validate every element, allocate every region;
+ *               2. under ctx->lock: check max_regions, allocate handles,
+ *                  count the regions (armed), insert the notifiers (only
+ *                  the first insert in an mm can fail) and wait out
+ *                  in-flight invalidations;
+ *               3. still under ctx->lock: write the handles back.  If that
+ *                  faults, every region of the batch is removed again and
+ *                  the call fails: the caller never holds a handle of a
+ *                  region that exists unless the call succeeded.
+ *   UNREGISTER: under ctx->lock, copy the handles chunk by chunk, look each
+ *               up and chain it (->marked refuses duplicates), then remove.
+ *   REARM:      the same, duplicates skipped, then arm.
  *
- * All of it runs under ctx->lock.  Notifier callbacks never take ctx->lock,
- * so mmu_interval_notifier_remove() (which waits for running callbacks)
- * and mmu_interval_read_begin() (which waits for running invalidations)
- * are safe under it.
+ * Notifier callbacks never take ctx->lock, so mmu_interval_notifier_remove()
+ * (which waits for running callbacks) and mmu_interval_read_begin() (which
+ * waits for running invalidations) are safe under it.  Observers (fdinfo,
+ * sysfs, GET_STATS) never take ctx->lock either, so the user memory access
+ * done under it cannot block them.
  */
 #include <linux/minmax.h>
 #include <linux/mm.h>
 #include <linux/sched.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/xarray.h>
@@ -33,7 +41,10 @@ static struct kmem_cache *ummunot_kregion_cache;
 int ummunot_region_cache_init(void)
 {
 	ummunot_kregion_cache = KMEM_CACHE(ummunot_kregion, SLAB_ACCOUNT);
-	return ummunot_kregion_cache ? 0 : -ENOMEM;
+	if (!ummunot_kregion_cache)
+		return -ENOMEM;
+	ummunot_limits_init(kmem_cache_size(ummunot_kregion_cache));
+	return 0;
 }
 
 void ummunot_region_cache_exit(void)
@@ -99,127 +110,179 @@ static int ummunot_region_check(const struct ummunot_region *ur)
 	return 0;
 }
 
-/* Undo phases 1-3 of REGISTER for regs[0..count): nothing was inserted. */
-static void ummunot_register_unwind(struct ummunot_ctx *ctx,
-				    struct ummunot_kregion **regs,
-				    u32 count, u32 nr_ids)
+/* Free a chain of regions that were never inserted nor given a handle. */
+static void ummunot_chain_free(struct ummunot_kregion *r)
 {
-	u32 i;
+	while (r) {
+		struct ummunot_kregion *next = r->next;
 
-	for (i = 0; i < count; i++) {
-		if (i < nr_ids)
-			xa_erase(&ctx->regions, regs[i]->id);
-		kmem_cache_free(ummunot_kregion_cache, regs[i]);
+		kmem_cache_free(ummunot_kregion_cache, r);
+		r = next;
 	}
 }
 
-long ummunot_ioctl_register(struct ummunot_ctx *ctx,
-			    struct ummunot_batch __user *ubatch)
+/*
+ * REGISTER phase 1, without ctx->lock: copy and validate the array through
+ * @buf, allocate a region per element and chain them in order on *@headp.
+ * On error *@headp holds what was allocated and b->error_index the element.
+ */
+static long ummunot_register_prepare(struct ummunot_ctx *ctx,
+				     struct ummunot_batch *b,
+				     struct ummunot_region *buf,
+				     struct ummunot_kregion **headp)
 {
-	struct ummunot_region __user *uregs;
-	struct ummunot_kregion **regs = NULL;
-	struct ummunot_batch b = {};
-	u32 i, nr_alloc = 0, nr_ids = 0;
+	struct ummunot_region __user *uregs = u64_to_user_ptr(b->ptr);
+	struct ummunot_kregion **tail = headp;
+	u32 i, j, n, full;
 	long ret;
 
-	ret = ummunot_batch_get(ctx, ubatch, &b);
-	if (ret == -EFAULT)	/* the descriptor itself is unreadable */
-		return ret;
-	if (ret)
-		goto out;
-	uregs = u64_to_user_ptr(b.ptr);
+	for (i = 0; i < b->count; i += n) {
+		unsigned long left;
 
-	mutex_lock(&ctx->lock);
-	if (ctx->nr_regions + b.count > ctx->max_regions) {
-		b.error_index = ctx->max_regions - ctx->nr_regions;
-		ret = -ENOSPC;
-		goto out_unlock;
-	}
+		n = min_t(u32, b->count - i, UMMUNOT_REGION_CHUNK);
+		left = copy_from_user(buf, &uregs[i], n * sizeof(*buf));
+		/* Elements before the fault still come first. */
+		full = n - DIV_ROUND_UP(left, sizeof(*buf));
+		for (j = 0; j < full; j++) {
+			const struct ummunot_region *ur = &buf[j];
+			struct ummunot_kregion *r;
 
-	regs = kvmalloc_array(b.count, sizeof(*regs), GFP_KERNEL_ACCOUNT);
-	if (!regs) {
-		ret = -ENOMEM;
-		goto out_unlock;
-	}
-
-	/* Phase 1: copy, validate, allocate. */
-	for (i = 0; i < b.count; i++) {
-		struct ummunot_region ur;
-		struct ummunot_kregion *r;
-
-		b.error_index = i;
-		if (copy_from_user(&ur, &uregs[i], sizeof(ur))) {
-			ret = -EFAULT;
-			goto out_unwind;
+			b->error_index = i + j;
+			ret = ummunot_region_check(ur);
+			if (ret)
+				return ret;
+			r = kmem_cache_zalloc(ummunot_kregion_cache,
+					      GFP_KERNEL_ACCOUNT);
+			if (!r)
+				return -ENOMEM;
+			r->ctx = ctx;
+			r->cookie = ur->cookie;
+			/* Stashed in the notifier's fields until inserted. */
+			r->mni.interval_tree.start = ur->start;
+			r->mni.interval_tree.last = ur->start + ur->length - 1;
+			*tail = r;
+			tail = &r->next;
 		}
-		ret = ummunot_region_check(&ur);
-		if (ret)
-			goto out_unwind;
-		r = kmem_cache_zalloc(ummunot_kregion_cache, GFP_KERNEL_ACCOUNT);
-		if (!r) {
-			ret = -ENOMEM;
-			goto out_unwind;
+		if (left) {
+			b->error_index = i + full;
+			return -EFAULT;
 		}
-		r->ctx = ctx;
-		r->cookie = ur.cookie;
-		/* Stashed in the notifier's fields until phase 4 inserts it. */
-		r->mni.interval_tree.start = ur.start;
-		r->mni.interval_tree.last = ur.start + ur.length - 1;
-		regs[nr_alloc++] = r;
+		/* Only a dying process sees this (the batch is not applied). */
+		if (fatal_signal_pending(current)) {
+			b->error_index = b->count;
+			return -EINTR;
+		}
 		cond_resched();
 	}
+	return 0;
+}
 
-	/* Phase 2: handles. */
-	for (i = 0; i < b.count; i++) {
-		struct ummunot_kregion *r = regs[i];
+/* Count @count new, armed regions. */
+static void ummunot_count_regions(struct ummunot_ctx *ctx, u32 count)
+{
+	spin_lock(&ctx->event_lock);
+	WRITE_ONCE(ctx->nr_regions, ctx->nr_regions + count);
+	WRITE_ONCE(ctx->nr_armed, ctx->nr_armed + count);
+	spin_unlock(&ctx->event_lock);
+}
+
+/*
+ * Undo REGISTER phases 2-3 for the chain at @head: @nr_ids regions have a
+ * handle, the first @nr_inserted of them are in the notifier tree, and
+ * if @counted all of them are in nr_regions/nr_armed.
+ */
+static void ummunot_register_undo(struct ummunot_ctx *ctx,
+				  struct ummunot_kregion *head, u32 nr_ids,
+				  u32 nr_inserted, bool counted)
+{
+	struct ummunot_kregion *r;
+	u32 i, armed = 0, nr = 0;
+
+	for (r = head, i = 0; r && i < nr_inserted; r = r->next, i++) {
+		/* Waits for a callback running on this region to finish. */
+		mmu_interval_notifier_remove(&r->mni);
+		cond_resched();
+	}
+	for (r = head, i = 0; r && i < nr_ids; r = r->next, i++)
+		xa_erase(&ctx->regions, r->id);
+	if (!counted)
+		return;
+
+	spin_lock(&ctx->event_lock);
+	for (r = head; r; r = r->next) {
+		nr++;
+		if (r->armed)
+			armed++;
+	}
+	WRITE_ONCE(ctx->nr_armed, ctx->nr_armed - armed);
+	WRITE_ONCE(ctx->nr_regions, ctx->nr_regions - nr);
+	spin_unlock(&ctx->event_lock);
+}
+
+/* REGISTER phases 2 and 3, under ctx->lock. */
+static long ummunot_register_commit(struct ummunot_ctx *ctx,
+				    struct ummunot_batch *b,
+				    struct ummunot_kregion *head)
+{
+	struct ummunot_region __user *uregs = u64_to_user_ptr(b->ptr);
+	struct ummunot_kregion *r;
+	u32 i, nr_ids = 0, nr_inserted = 0;
+	long ret;
+
+	lockdep_assert_held(&ctx->lock);
+	if (ctx->nr_regions + b->count > ctx->max_regions) {
+		b->error_index = ctx->max_regions - ctx->nr_regions;
+		return -ENOSPC;
+	}
+
+	/* Handles. */
+	for (r = head, i = 0; r; r = r->next, i++) {
 		u32 id;
 		int err;
 
-		b.error_index = i;
+		b->error_index = i;
 		err = xa_alloc_cyclic(&ctx->regions, &id, r, xa_limit_32b,
 				      &ctx->next_id, GFP_KERNEL_ACCOUNT);
 		if (err < 0) {
 			ret = err == -EBUSY ? -ENOSPC : err;
-			goto out_unwind;
+			goto undo;
 		}
 		if (err == 1)		/* ids wrapped: new handles differ from old */
 			ctx->handle_gen++;
 		r->id = id;
 		r->gen = ctx->handle_gen;
+		r->armed = true;
 		nr_ids++;
 	}
 
-	/* Phase 3: tell the caller. */
-	for (i = 0; i < b.count; i++) {
-		b.error_index = i;
-		if (put_user(ummunot_kregion_handle(regs[i]), &uregs[i].handle)) {
-			ret = -EFAULT;
-			goto out_unwind;
-		}
-	}
+	/*
+	 * Counted before the first insert: a callback may disarm (and
+	 * uncount) a region as soon as it is in the tree, so nr_armed never
+	 * goes below zero and never exceeds nr_regions.
+	 */
+	ummunot_count_regions(ctx, b->count);
 
-	/* Phase 4: watch. */
-	for (i = 0; i < b.count; i++) {
-		struct ummunot_kregion *r = regs[i];
+	/* Watch. */
+	for (r = head; r; r = r->next) {
 		unsigned long start = r->mni.interval_tree.start;
 		unsigned long length = r->mni.interval_tree.last - start + 1;
 		int err;
 
-		r->armed = true;
 		err = mmu_interval_notifier_insert(&r->mni, ctx->mm, start,
 						   length, &ummunot_mni_ops);
 		if (err) {
 			/*
-			 * Only the first insert in an mm can fail (it sets up
-			 * the mm's notifier subscriptions), so nothing of this
-			 * batch is being watched yet.
+			 * Only the first insert in an mm can fail: it sets up
+			 * the mm's notifier subscriptions (ENOMEM), which
+			 * takes every VMA lock and gives up with EINTR on a
+			 * signal.  Nothing is registered then, so the call is
+			 * restarted transparently instead of failing.
 			 */
-			while (i--)
-				mmu_interval_notifier_remove(&regs[i]->mni);
-			b.error_index = b.count;
-			ret = err;
-			goto out_unwind;
+			b->error_index = b->count;
+			ret = err == -EINTR ? -ERESTARTNOINTR : err;
+			goto undo_counted;
 		}
+		nr_inserted++;
 	}
 
 	/*
@@ -228,84 +291,91 @@ long ummunot_ioctl_register(struct ummunot_ctx *ctx,
 	 * ioctl returns every region is in the tree and every later
 	 * invalidation of it produces an event.
 	 */
-	for (i = 0; i < b.count; i++) {
-		mmu_interval_read_begin(&regs[i]->mni);
+	for (r = head; r; r = r->next) {
+		mmu_interval_read_begin(&r->mni);
 		cond_resched();
 	}
 
-	spin_lock(&ctx->event_lock);
-	ctx->nr_armed += b.count;
-	spin_unlock(&ctx->event_lock);
-	ctx->nr_regions += b.count;
-	ctx->regions_registered += b.count;
-	ret = 0;
-	goto out_free;
+	/* Tell the caller, now that every region exists. */
+	for (r = head, i = 0; r; r = r->next, i++) {
+		if (put_user(ummunot_kregion_handle(r), &uregs[i].handle)) {
+			b->error_index = i;
+			ret = -EFAULT;
+			goto undo_counted;
+		}
+	}
 
-out_unwind:
-	ummunot_register_unwind(ctx, regs, nr_alloc, nr_ids);
-out_free:
-	kvfree(regs);
-out_unlock:
-	mutex_unlock(&ctx->lock);
-out:
-	if (ret)
-		ummunot_batch_put_error(ubatch, b.error_index);
+	spin_lock(&ctx->event_lock);
+	WRITE_ONCE(ctx->regions_registered, ctx->regions_registered + b->count);
+	spin_unlock(&ctx->event_lock);
+	return 0;
+
+undo_counted:
+	ummunot_register_undo(ctx, head, nr_ids, nr_inserted, true);
+	return ret;
+undo:
+	ummunot_register_undo(ctx, head, nr_ids, 0, false);
 	return ret;
 }
 
-/*
- * Copy the handle array of an UNREGISTER or REARM batch and resolve it.
- * With @unique, naming a region twice is an error.  On success regs[] holds
- * the regions in order; on error b->error_index says which element.
- */
-static long ummunot_handles_resolve(struct ummunot_ctx *ctx,
-				    struct ummunot_batch *b, bool unique,
-				    struct ummunot_kregion ***regsp)
+long ummunot_ioctl_register(struct ummunot_ctx *ctx,
+			    struct ummunot_batch __user *ubatch)
 {
-	u64 __user *uhandles = u64_to_user_ptr(b->ptr);
-	struct ummunot_kregion **regs;
-	long ret = 0;
-	u32 i;
+	struct ummunot_kregion *head = NULL;
+	struct ummunot_region *buf;
+	struct ummunot_batch b = {};
+	u64 nr;
+	long ret;
 
-	lockdep_assert_held(&ctx->lock);
-	regs = kvmalloc_array(b->count, sizeof(*regs), GFP_KERNEL_ACCOUNT);
-	if (!regs)
-		return -ENOMEM;
-
-	for (i = 0; i < b->count; i++) {
-		u64 handle;
-
-		b->error_index = i;
-		if (get_user(handle, &uhandles[i])) {
-			ret = -EFAULT;
-			break;
-		}
-		regs[i] = ummunot_region_lookup(ctx, handle);
-		if (!regs[i]) {
-			ret = -ENOENT;
-			break;
-		}
-		if (unique) {
-			if (regs[i]->marked) {
-				ret = -EINVAL;
-				break;
-			}
-			regs[i]->marked = true;
-		}
-	}
-
-	if (unique) {
-		u32 nr = ret ? i : b->count;
-
-		while (nr--)
-			regs[nr]->marked = false;
-	}
-	if (ret) {
-		kvfree(regs);
+	ret = ummunot_batch_get(ctx, ubatch, &b);
+	if (ret == -EFAULT)	/* the descriptor itself is unreadable */
 		return ret;
+	if (ret)
+		goto out;
+
+	/* Early answer without the lock; ummunot_register_commit() decides. */
+	nr = min_t(u64, READ_ONCE(ctx->nr_regions), ctx->max_regions);
+	if (nr + b.count > ctx->max_regions) {
+		b.error_index = ctx->max_regions - nr;
+		ret = -ENOSPC;
+		goto out;
 	}
-	*regsp = regs;
-	return 0;
+	ret = ummunot_regions_charge(ctx->user, ctx->mm_acct, b.count);
+	if (ret)
+		goto out;	/* error_index: count */
+
+	buf = kmalloc(UMMUNOT_CHUNK_BYTES, GFP_KERNEL);
+	if (!buf) {
+		ret = -ENOMEM;
+		goto out_uncharge;
+	}
+	ret = ummunot_register_prepare(ctx, &b, buf, &head);
+	kfree(buf);
+	if (ret)
+		goto out_free;
+
+	/*
+	 * Killable: another thread of this process may hold ctx->lock while
+	 * its own memory is faulted in.  -EINTR only reaches a dying process.
+	 */
+	if (mutex_lock_killable(&ctx->lock)) {
+		ret = -EINTR;
+		b.error_index = b.count;
+		goto out_free;
+	}
+	ret = ummunot_register_commit(ctx, &b, head);
+	mutex_unlock(&ctx->lock);
+	if (!ret)
+		return 0;
+
+out_free:
+	ummunot_chain_free(head);
+out_uncharge:
+	ummunot_regions_uncharge(ctx->user, ctx->mm_acct, b.count);
+out:
+	if (ret != -ERESTARTNOINTR)
+		ummunot_batch_put_error(ubatch, b.error_index);
+	return ret;
 }
 
 static void ummunot_region_destroy(struct ummunot_ctx *ctx,
@@ -317,36 +387,100 @@ static void ummunot_region_destroy(struct ummunot_ctx *ctx,
 
 	spin_lock(&ctx->event_lock);
 	if (r->armed)
-		ctx->nr_armed--;
+		WRITE_ONCE(ctx->nr_armed, ctx->nr_armed - 1);
+	WRITE_ONCE(ctx->nr_regions, ctx->nr_regions - 1);
 	spin_unlock(&ctx->event_lock);
-	ctx->nr_regions--;
+	ummunot_regions_uncharge(ctx->user, ctx->mm_acct, 1);
 	kmem_cache_free(ummunot_kregion_cache, r);
 }
 
-static void ummunot_apply_unregister(struct ummunot_ctx *ctx,
-				     struct ummunot_kregion **regs, u32 count)
+/*
+ * Copy the handles of an UNREGISTER or REARM batch through @buf and chain
+ * the regions they name on *@headp (->marked set).  With @unique, naming a
+ * region twice is an error; otherwise the repeat is skipped.  On error
+ * b->error_index says which element; the chain holds what was resolved.
+ */
+static long ummunot_handles_resolve(struct ummunot_ctx *ctx,
+				    struct ummunot_batch *b, bool unique,
+				    u64 *buf, struct ummunot_kregion **headp)
 {
-	u32 i;
+	u64 __user *uhandles = u64_to_user_ptr(b->ptr);
+	struct ummunot_kregion **tail = headp;
+	u32 i, j, n, full;
 
-	for (i = 0; i < count; i++) {
-		ummunot_region_destroy(ctx, regs[i]);
+	lockdep_assert_held(&ctx->lock);
+	for (i = 0; i < b->count; i += n) {
+		unsigned long left;
+
+		n = min_t(u32, b->count - i, UMMUNOT_HANDLE_CHUNK);
+		left = copy_from_user(buf, &uhandles[i], n * sizeof(*buf));
+		full = n - DIV_ROUND_UP(left, sizeof(*buf));
+		for (j = 0; j < full; j++) {
+			struct ummunot_kregion *r;
+
+			b->error_index = i + j;
+			r = ummunot_region_lookup(ctx, buf[j]);
+			if (!r)
+				return -ENOENT;
+			if (r->marked) {
+				if (unique)
+					return -EINVAL;
+				continue;
+			}
+			r->marked = true;
+			r->next = NULL;
+			*tail = r;
+			tail = &r->next;
+		}
+		if (left) {
+			b->error_index = i + full;
+			return -EFAULT;
+		}
+		if (fatal_signal_pending(current)) {
+			b->error_index = b->count;
+			return -EINTR;
+		}
 		cond_resched();
+	}
+	return 0;
+}
+
+static void ummunot_chain_unmark(struct ummunot_kregion *r)
+{
+	for (; r; r = r->next)
+		r->marked = false;
+}
+
+static void ummunot_apply_unregister(struct ummunot_ctx *ctx,
+				     struct ummunot_kregion *r)
+{
+	while (r) {
+		struct ummunot_kregion *next = r->next;
+
+		ummunot_region_destroy(ctx, r);
+		cond_resched();
+		r = next;
 	}
 }
 
+/* Arm in short runs, so callbacks never wait long for event_lock. */
 static void ummunot_apply_rearm(struct ummunot_ctx *ctx,
-				struct ummunot_kregion **regs, u32 count)
+				struct ummunot_kregion *r)
 {
-	u32 i;
+	while (r) {
+		unsigned int n;
 
-	spin_lock(&ctx->event_lock);
-	for (i = 0; i < count; i++) {
-		if (!regs[i]->armed) {
-			regs[i]->armed = true;
-			ctx->nr_armed++;
+		spin_lock(&ctx->event_lock);
+		for (n = 0; r && n < UMMUNOT_HANDLE_CHUNK; r = r->next, n++) {
+			r->marked = false;
+			if (!r->armed) {
+				r->armed = true;
+				WRITE_ONCE(ctx->nr_armed, ctx->nr_armed + 1);
+			}
 		}
+		spin_unlock(&ctx->event_lock);
+		cond_resched();
 	}
-	spin_unlock(&ctx->event_lock);
 }
 
 /*
@@ -356,11 +490,11 @@ static void ummunot_apply_rearm(struct ummunot_ctx *ctx,
 static long ummunot_ioctl_handles(struct ummunot_ctx *ctx,
 				  struct ummunot_batch __user *ubatch, bool unique,
 				  void (*apply)(struct ummunot_ctx *ctx,
-						struct ummunot_kregion **regs,
-						u32 count))
+						struct ummunot_kregion *head))
 {
-	struct ummunot_kregion **regs;
+	struct ummunot_kregion *head = NULL;
 	struct ummunot_batch b = {};
+	u64 *buf;
 	long ret;
 
 	ret = ummunot_batch_get(ctx, ubatch, &b);
@@ -369,13 +503,24 @@ static long ummunot_ioctl_handles(struct ummunot_ctx *ctx,
 	if (ret)
 		goto out;
 
-	mutex_lock(&ctx->lock);
-	ret = ummunot_handles_resolve(ctx, &b, unique, &regs);
-	if (!ret) {
-		apply(ctx, regs, b.count);
-		kvfree(regs);
+	buf = kmalloc(UMMUNOT_CHUNK_BYTES, GFP_KERNEL);
+	if (!buf) {
+		ret = -ENOMEM;
+		goto out;
 	}
+	if (mutex_lock_killable(&ctx->lock)) {
+		ret = -EINTR;		/* seen only by a dying process */
+		b.error_index = b.count;
+		kfree(buf);
+		goto out;
+	}
+	ret = ummunot_handles_resolve(ctx, &b, unique, buf, &head);
+	if (ret)
+		ummunot_chain_unmark(head);
+	else
+		apply(ctx, head);
 	mutex_unlock(&ctx->lock);
+	kfree(buf);
 out:
 	if (ret)
 		ummunot_batch_put_error(ubatch, b.error_index);

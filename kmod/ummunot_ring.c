@@ -36,9 +36,24 @@
 #include "ummunot_compat.h"
 #include "ummunot_priv.h"
 
-struct ummunot_ring *ummunot_ring_alloc(u32 nr_entries, u64 features)
+static unsigned int ummunot_ring_nr_pages(u32 nr_entries)
 {
 	size_t bytes = PAGE_SIZE + (size_t)nr_entries * sizeof(struct ummunot_event);
+
+	return DIV_ROUND_UP(bytes, PAGE_SIZE);
+}
+
+/* What a ring costs the user's max_user_memory: pages, page array, struct. */
+unsigned long ummunot_ring_bytes(u32 nr_entries)
+{
+	unsigned long nr = ummunot_ring_nr_pages(nr_entries);
+
+	return nr * PAGE_SIZE + nr * sizeof(struct page *) +
+	       sizeof(struct ummunot_ring);
+}
+
+struct ummunot_ring *ummunot_ring_alloc(u32 nr_entries, u64 features)
+{
 	struct ummunot_ring *ring;
 	unsigned int i;
 
@@ -46,7 +61,7 @@ struct ummunot_ring *ummunot_ring_alloc(u32 nr_entries, u64 features)
 	if (!ring)
 		return NULL;
 
-	ring->nr_pages = DIV_ROUND_UP(bytes, PAGE_SIZE);
+	ring->nr_pages = ummunot_ring_nr_pages(nr_entries);
 	ring->pages = kvcalloc(ring->nr_pages, sizeof(*ring->pages),
 			       GFP_KERNEL_ACCOUNT);
 	if (!ring->pages)
@@ -98,6 +113,26 @@ void ummunot_ring_free(struct ummunot_ring *ring)
 	kfree(ring);
 }
 
+/*
+ * A page of the mapping was zapped (madvise(MADV_DONTNEED), or the kernel
+ * dropped it): map the same ring page again.  The mapping holds a
+ * reference on the file, so the ring outlives it.
+ */
+static vm_fault_t ummunot_ring_fault(struct vm_fault *vmf)
+{
+	struct ummunot_ring *ring = vmf->vma->vm_private_data;
+
+	if (vmf->pgoff >= ring->nr_pages)
+		return VM_FAULT_SIGBUS;
+	vmf->page = ring->pages[vmf->pgoff];
+	get_page(vmf->page);
+	return 0;
+}
+
+static const struct vm_operations_struct ummunot_ring_vm_ops = {
+	.fault = ummunot_ring_fault,
+};
+
 int ummunot_ring_mmap(struct ummunot_ring *ring, struct vm_area_struct *vma)
 {
 	unsigned long nr = ring->nr_pages;
@@ -110,12 +145,18 @@ int ummunot_ring_mmap(struct ummunot_ring *ring, struct vm_area_struct *vma)
 		return -EPERM;
 
 	/*
-	 * Not inherited by fork (the child has another mm and must open its
-	 * own file), never grown by mremap, not in core dumps, never
-	 * executable.
+	 * Never inherited by fork (the child has another mm and must open
+	 * its own file): VM_IO makes madvise(MADV_DOFORK) fail with EINVAL,
+	 * so VM_DONTCOPY cannot be cleared.  Never grown by mremap, not in
+	 * core dumps, never executable.  VM_IO also keeps get_user_pages()
+	 * (and so RDMA registration, O_DIRECT, process_vm_readv) away from
+	 * the ring.
 	 */
-	ummunot_vm_flags_set(vma, VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP);
+	ummunot_vm_flags_set(vma, VM_IO | VM_DONTCOPY | VM_DONTEXPAND |
+			     VM_DONTDUMP);
 	ummunot_vm_flags_clear(vma, VM_MAYEXEC);
+	vma->vm_ops = &ummunot_ring_vm_ops;
+	vma->vm_private_data = ring;
 
 	return vm_insert_pages(vma, vma->vm_start, ring->pages, &nr);
 }
@@ -145,7 +186,7 @@ bool ummunot_ring_post(struct ummunot_ctx *ctx, const struct ummunot_kregion *r,
 	if (pending >= ring->nr_entries) {
 		/* Full, or a consumer index from the future: drop, say so. */
 		if (!ring->overflow) {
-			ring->overflow = true;
+			WRITE_ONCE(ring->overflow, true);
 			ctx->overflows++;
 		}
 		ring->dropped++;
@@ -168,7 +209,7 @@ bool ummunot_ring_post(struct ummunot_ctx *ctx, const struct ummunot_kregion *r,
 	WRITE_ONCE(e->resv[0], 0);
 	WRITE_ONCE(e->resv[1], 0);
 
-	ring->prod = prod + 1;
+	WRITE_ONCE(ring->prod, prod + 1);
 	/* (B): pairs with the consumer's load-acquire of producer (C). */
 	smp_store_release(&hdr->producer, ring->prod);
 	/* (E): pairs with the consumer's load-acquire of generation (F). */
@@ -196,7 +237,7 @@ u64 ummunot_ring_resync(struct ummunot_ring *ring)
 	u64 dropped = ring->dropped_since_resync;
 
 	ring->dropped_since_resync = 0;
-	ring->overflow = false;
+	WRITE_ONCE(ring->overflow, false);
 	WRITE_ONCE(ring->hdr->overflow, 0);
 	smp_store_release(&ring->hdr->generation, ++ring->gen);
 	return dropped;

@@ -56,8 +56,8 @@ static void ummunot_totals_add(struct ummunot_totals *t, struct ummunot_ctx *ctx
 	struct ummunot_ring *ring = smp_load_acquire(&ctx->ring);
 	unsigned int i;
 
-	t->regions_registered += READ_ONCE(ctx->regions_registered);
 	spin_lock(&ctx->event_lock);
+	t->regions_registered += ctx->regions_registered;
 	t->events += ctx->events;
 	t->overflows += ctx->overflows;
 	if (ring) {
@@ -192,6 +192,7 @@ static const struct attribute_group ummunot_stats_group = {
 
 const struct attribute_group *ummunot_attr_groups[] = {
 	&ummunot_stats_group,
+	&ummunot_limits_group,
 	NULL,
 };
 
@@ -237,12 +238,14 @@ void ummunot_show_fdinfo(struct seq_file *m, struct file *file)
 	u64 prod = 0, cons = 0, dropped = 0, high = 0;
 	bool overflow = false;
 
-	mutex_lock(&ctx->lock);
+	/*
+	 * Never ctx->lock: a REGISTER may hold it across user memory access
+	 * (a stalled userfaultfd page).  One event_lock section gives a
+	 * consistent view: regions_armed <= regions.
+	 */
+	spin_lock(&ctx->event_lock);
 	regions = ctx->nr_regions;
 	registered = ctx->regions_registered;
-	mutex_unlock(&ctx->lock);
-
-	spin_lock(&ctx->event_lock);
 	armed = ctx->nr_armed;
 	events = ctx->events;
 	overflows = ctx->overflows;

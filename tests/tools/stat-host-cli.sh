@@ -42,6 +42,15 @@ grep -qx 'clients:         2' "$out" || fail "text: clients"
 grep -qx 'overflows:       1 (6 events dropped)' "$out" || fail "text: overflows"
 [ "$(awk '$1 == "other" { print $2, $3 }' "$out")" = "99 900" ] || fail "text: other row"
 
+run 0 --root "$loaded" --users
+grep -qx 'limits:          max_user_memory=82497536 max_regions_per_mm=131072' "$out" ||
+	fail "--users: limits line: $(head -n 1 "$out")"
+[ "$(awk '$1 == "65534" { print $2, $3, $4, $5 }' "$out")" = "1048568 1.3 7649 1" ] ||
+	fail "--users: uid 65534 row: $(cat "$out")"
+run 2 --root "$loaded" --users --json
+run 2 --root "$loaded" --users --clients
+run 3 --root "$unloaded" --users
+
 run 0 --root "$loaded" --json
 python3 - "$out" <<'PY' || fail "JSON values"
 import json, sys

@@ -170,6 +170,49 @@ TEST_CASE("parse_devnum")
 	CHECK(code_of([] { parse_devnum("a:b"); }) == EXIT_FAILURE_OTHER);
 }
 
+TEST_CASE("parse_users: header, lines, truncation; malformed is an error")
+{
+	users_table t;
+	parse_users("uid memory regions rings\n0 275280 100 1\n65534 1048568 7649 1\n", t);
+	REQUIRE(t.users.size() == 2);
+	CHECK(t.users[1].uid == 65534);
+	CHECK(t.users[1].memory == 1048568);
+	CHECK(t.users[1].regions == 7649);
+	CHECK(t.users[1].rings == 1);
+	CHECK_FALSE(t.truncated);
+	parse_users("uid memory regions rings\n", t);
+	CHECK(t.users.empty());
+	parse_users("uid memory regions rings\n7 1 2 3\n...\n", t);
+	CHECK(t.users.size() == 1);
+	CHECK(t.truncated);
+	CHECK(code_of([&] { parse_users("", t); }) == EXIT_FAILURE_OTHER);
+	CHECK(code_of([&] { parse_users("uid memory\n", t); }) == EXIT_FAILURE_OTHER);
+	CHECK(code_of([&] { parse_users("uid memory regions rings\n1 2 3\n", t); }) ==
+	      EXIT_FAILURE_OTHER);
+	CHECK(code_of([&] { parse_users("uid memory regions rings\n4294967296 1 2 3\n", t); }) ==
+	      EXIT_FAILURE_OTHER);
+	CHECK(code_of([&] { parse_users("uid memory regions rings\n...\n1 2 3 4\n", t); }) ==
+	      EXIT_FAILURE_OTHER);
+}
+
+TEST_CASE("collect_users reads the fixture tree's users file and limits")
+{
+	system_paths p{std::string(FIXTURES) + "/root-loaded"};
+	auto t = collect_users(p);
+	CHECK(t.max_user_memory == 82497536u);
+	CHECK(t.max_regions_per_mm == 131072u);
+	REQUIRE(t.users.size() == 2);
+	CHECK(t.users[0].uid == 0);
+	CHECK(t.users[0].memory == 275280);
+	std::string text = render_users_text(t);
+	CHECK(text.find("max_user_memory=82497536 max_regions_per_mm=131072") !=
+	      std::string::npos);
+	CHECK(text.find("     65534        1048568    1.3       7649      1\n") !=
+	      std::string::npos);
+	system_paths u{std::string(FIXTURES) + "/root-unloaded"};
+	CHECK(code_of([&] { collect_users(u); }) == EXIT_NOT_LOADED);
+}
+
 TEST_CASE("collect_global reads every sysfs value of the fixture tree")
 {
 	system_paths p{std::string(FIXTURES) + "/root-loaded"};

@@ -8,6 +8,7 @@
 #     exit 4 and a permission message; with --clients: exit 0, root's
 #     client not shown, a note (and denied_pids in JSON) saying why; the
 #     user's own client is shown in full; the global view works;
+#   - --users: exit 4 for uid 65534, root sees both users' regions and rings;
 #   - the module not loaded (rmmod): exit 3 for every view; insmod
 #     $UMMUNOT_KO afterwards on every path (vm-common.sh's EXIT trap).
 . "$(dirname "$0")/vm-common.sh"
@@ -67,6 +68,15 @@ check_eq "nobody JSON: clients" "[$N]" "$(json_get "$work/nc.json" '[c["pid"] fo
 check_eq "nobody JSON: global clients" 2 "$(json_get "$work/nc.json" 'j["global"]["clients"]')"
 check_eq "nobody -p own client" 0 "$("${NOBODY[@]}" "$STAT" -p "$N" >/dev/null 2>&1; echo $?)"
 check_eq "root sees both" "[$R, $N]" "$("$STAT" --clients --json >"$work/rc.json" && json_get "$work/rc.json" 'sorted(c["pid"] for c in j["clients"])')"
+
+# Per-user use: root only; one row per user with its regions and ring.
+expect_rc "nobody --users" 4 "shown to root only" "${NOBODY[@]}" "$STAT" --users
+"$STAT" --users >"$work/users.txt" 2>"$work/err" || fail "--users exited $?: $(cat "$work/err")"
+cat "$work/users.txt"
+check_eq "--users: uid 65534 regions and rings" "3 1" \
+	"$(awk '$1 == "65534" { print $4, $5 }' "$work/users.txt")"
+check_eq "--users: uid 0 regions and rings" "4 1" \
+	"$(awk '$1 == "0" { print $4, $5 }' "$work/users.txt")"
 stop_clients
 
 # --- module not loaded ---------------------------------------------------------
@@ -77,6 +87,7 @@ expect_rc "not loaded --clients" 3 "module is not loaded" "$STAT" --clients
 expect_rc "not loaded --json" 3 "module is not loaded" "$STAT" --json
 expect_rc "not loaded -p" 3 "module is not loaded" "$STAT" -p $$
 expect_rc "not loaded --watch" 3 "module is not loaded" "$STAT" --watch 0.1 --count 2
+expect_rc "not loaded --users" 3 "module is not loaded" "$STAT" --users
 insmod "$UMMUNOT_KO" || fail "insmod $UMMUNOT_KO"
 "$STAT" >/dev/null || fail "ummunot-stat after insmod exited $?"
 echo "PASS"

@@ -183,6 +183,35 @@ global_stats collect_global(const system_paths &p)
 	return g;
 }
 
+users_table collect_users(const system_paths &p)
+{
+	if (!is_dir(p.misc()))
+		throw error(EXIT_NOT_LOADED,
+			    "the ummunot module is not loaded (no " + p.misc() +
+			    "); load it with 'modprobe ummunot'");
+	users_table t;
+	std::string par = p.module() + "/parameters/";
+	t.max_user_memory = read_u64_opt(par + "max_user_memory");
+	t.max_regions_per_mm = read_u64_opt(par + "max_regions_per_mm");
+
+	std::string path = p.misc() + "/users", text;
+	int e = read_file(path, text);
+	if (e == EACCES || e == EPERM)
+		throw error(EXIT_PERMISSION, path + ": " + errno_text(e) +
+			    " (per-user use is shown to root only)");
+	if (e == ENOENT)
+		throw error(EXIT_FAILURE_OTHER, "this ummunot module has no per-user accounting (no " +
+			    path + ")");
+	if (e)
+		throw error(EXIT_FAILURE_OTHER, path + ": " + errno_text(e));
+	try {
+		parse_users(text, t);
+	} catch (const error &x) {
+		throw error(EXIT_FAILURE_OTHER, path + ": " + x.what());
+	}
+	return t;
+}
+
 client_scan collect_clients(const system_paths &p, int pid)
 {
 	std::string devtext;

@@ -30,6 +30,8 @@ const char usage_text[] =
 	"                       fd, regions, ring fill, events, dropped/overflow,\n"
 	"                       and the library's cache counters when published\n"
 	"  -p, --pid PID        the same table for one process only\n"
+	"  -u, --users          per-user kernel memory, regions and rings against\n"
+	"                       max_user_memory (root only; one sample, text)\n"
 	"  -w, --watch SECONDS  sample every SECONDS (may be fractional) and show\n"
 	"                       rates per second between samples, like vmstat\n"
 	"  -n, --count N        stop after N samples (implies --watch 1 if no\n"
@@ -45,6 +47,7 @@ const char usage_text[] =
 
 struct options {
 	bool clients = false;
+	bool users = false;
 	int pid = 0;
 	double interval = 0;	// 0: one sample
 	long count = -1;	// -1: unbounded (with --watch)
@@ -74,6 +77,7 @@ options parse_args(int argc, char **argv)
 	static const struct option longopts[] = {
 		{"clients", no_argument, nullptr, 'c'},
 		{"pid", required_argument, nullptr, 'p'},
+		{"users", no_argument, nullptr, 'u'},
 		{"watch", required_argument, nullptr, 'w'},
 		{"count", required_argument, nullptr, 'n'},
 		{"json", no_argument, nullptr, 'j'},
@@ -85,10 +89,13 @@ options parse_args(int argc, char **argv)
 	options o;
 	int ch;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":cp:w:n:jVh", longopts, nullptr)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":cp:uw:n:jVh", longopts, nullptr)) != -1) {
 		switch (ch) {
 		case 'c':
 			o.clients = true;
+			break;
+		case 'u':
+			o.users = true;
 			break;
 		case 'p':
 			o.pid = static_cast<int>(parse_positive("--pid", optarg, 0x3fffffff));
@@ -127,6 +134,8 @@ options parse_args(int argc, char **argv)
 	}
 	if (optind < argc)
 		usage_error(std::string("unexpected argument '") + argv[optind] + "'");
+	if (o.users && (o.clients || o.pid || o.json || o.interval > 0 || o.count > 0))
+		usage_error("--users takes no other option but --root");
 	if (o.count > 0 && o.interval == 0)
 		o.interval = 1;
 	return o;
@@ -173,6 +182,11 @@ int run(const options &o)
 {
 	system_paths paths{o.root};
 	bool table = o.clients || o.pid;
+
+	if (o.users) {
+		emit(render_users_text(collect_users(paths)));
+		return EXIT_OK;
+	}
 
 	if (o.interval == 0) {
 		sample s = take_sample(o, paths);

@@ -267,4 +267,48 @@ std::pair<unsigned, unsigned> parse_devnum(std::string_view s)
 	return {static_cast<unsigned>(maj), static_cast<unsigned>(min)};
 }
 
+void parse_users(std::string_view text, users_table &t)
+{
+	std::size_t pos = 0;
+	bool header = true;
+
+	t.users.clear();
+	t.truncated = false;
+	while (pos < text.size()) {
+		std::size_t nl = text.find('\n', pos);
+		std::string_view line = text.substr(pos, nl == std::string_view::npos ?
+						    std::string_view::npos : nl - pos);
+		pos = nl == std::string_view::npos ? text.size() : nl + 1;
+		line = trim(line);
+		if (header) {
+			if (line != "uid memory regions rings")
+				bad("users: unexpected header", line);
+			header = false;
+			continue;
+		}
+		if (line.empty())
+			continue;
+		if (t.truncated)
+			bad("users: line after '...'", line);
+		if (line == "...") {
+			t.truncated = true;
+			continue;
+		}
+		std::vector<std::string_view> w = words(line);
+		if (w.size() != 4)
+			bad("users: expected 'uid memory regions rings'", line);
+		std::uint64_t uid = parse_u64(w[0]);
+		if (uid > 0xffffffffULL)
+			bad("users: uid out of range", line);
+		user_use u;
+		u.uid = static_cast<std::uint32_t>(uid);
+		u.memory = parse_u64(w[1]);
+		u.regions = parse_u64(w[2]);
+		u.rings = parse_u64(w[3]);
+		t.users.push_back(u);
+	}
+	if (header)
+		bad("users: empty", text);
+}
+
 } // namespace ummunot_stat

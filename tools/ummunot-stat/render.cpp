@@ -205,6 +205,26 @@ std::string render_global_text(const sample &s)
 	return o;
 }
 
+std::string render_users_text(const users_table &t)
+{
+	std::string o;
+	o += "limits:          max_user_memory=" + opt_u64(t.max_user_memory) +
+	     " max_regions_per_mm=" + opt_u64(t.max_regions_per_mm) + "\n";
+	o += fmt("%10s %14s %6s %10s %6s\n", "UID", "MEMORY", "USE%", "REGIONS",
+		 "RINGS");
+	for (const user_use &u : t.users) {
+		std::string use = "-";
+		if (t.max_user_memory && *t.max_user_memory)
+			use = fmt("%.1f", 100.0 * static_cast<double>(u.memory) /
+					  static_cast<double>(*t.max_user_memory));
+		o += fmt("%10" PRIu32 " %14" PRIu64 " %6s %10" PRIu64 " %6" PRIu64 "\n",
+			 u.uid, u.memory, use.c_str(), u.regions, u.rings);
+	}
+	if (t.truncated)
+		o += "(the kernel listed only these users)\n";
+	return o;
+}
+
 std::string render_clients_text(const sample &s, const sample *prev)
 {
 	double dt = prev ? s.mono - prev->mono : 0;

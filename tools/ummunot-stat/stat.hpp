@@ -5,6 +5,7 @@
 // Sources (kmod/ummunot_stats.c writes them):
 //   /sys/class/misc/ummunot/stats/*     system-wide counters, one per file
 //   /sys/class/misc/ummunot/dev         MAJOR:MINOR of the device
+//   /sys/class/misc/ummunot/users       per-user use (root only)
 //   /sys/module/ummunot/version, parameters/*
 //   /proc/PID/fd/FD, /proc/PID/fdinfo/FD    one open /dev/ummunot file
 #ifndef UMMUNOT_STAT_HPP
@@ -92,6 +93,19 @@ struct client_stats {
 	std::optional<library_stats> library;	// when the magic matches
 };
 
+// One line of /sys/class/misc/ummunot/users.
+struct user_use {
+	std::uint32_t uid = 0;
+	std::uint64_t memory = 0, regions = 0, rings = 0;
+};
+
+// The users file and the limits it is measured against.
+struct users_table {
+	std::optional<std::uint64_t> max_user_memory, max_regions_per_mm;
+	std::vector<user_use> users;
+	bool truncated = false;		// the kernel left users out ("...")
+};
+
 // --- parsers (pure: text in, structures out; throw error on bad input) ---
 
 // Parses a decimal u64 ("123\n" accepted, surrounding blanks allowed).
@@ -107,6 +121,8 @@ std::optional<library_stats> decode_user_area(const std::vector<std::uint64_t> &
 void parse_fdinfo(std::string_view text, client_stats &c);
 // Parses "MAJOR:MINOR".
 std::pair<unsigned, unsigned> parse_devnum(std::string_view s);
+// Parses the users file into t.users and t.truncated.
+void parse_users(std::string_view text, users_table &t);
 
 // --- collectors (read the system under root, "" = the real /) ---
 
@@ -133,6 +149,11 @@ struct client_scan {
 // error(EXIT_NOT_CLIENT) if it does not exist or holds no ummunot fd.
 client_scan collect_clients(const system_paths &p, int pid);
 
+// The users file and the two limits.  Throws error(EXIT_PERMISSION) when
+// the file cannot be read (root only), error(EXIT_FAILURE_OTHER) when the
+// module has none (older than per-user accounting).
+users_table collect_users(const system_paths &p);
+
 // --- renderers ---
 
 struct sample {
@@ -144,6 +165,7 @@ struct sample {
 };
 
 std::string render_global_text(const sample &s);
+std::string render_users_text(const users_table &t);
 std::string render_clients_text(const sample &s, const sample *prev);
 // One vmstat-like line per sample in --watch mode (header separately).
 std::string render_watch_header();

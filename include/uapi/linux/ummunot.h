@@ -134,7 +134,8 @@
  *	   EPROTONOSUPPORT (abi_version newer than the kernel knows: the
  *	   kernel's version is still written back to abi_version),
  *	   E2BIG (ring_entries above the module's max_ring_entries),
- *	   EALREADY (second handshake), ENOMEM.
+ *	   ENOSPC (the ring would take the opener's user past the module's
+ *	   max_user_memory), EALREADY (second handshake), ENOMEM.
  */
 struct ummunot_hello {
 	__u32 abi_version;
@@ -266,7 +267,9 @@ struct ummunot_region {
  * Arrays for REGISTER (struct ummunot_region[count]), UNREGISTER and REARM
  * (__u64 handle[count]).  Batches are all-or-nothing: on error nothing was
  * registered, unregistered or re-armed, and error_index names the first
- * element at fault (or count if no single element is).
+ * element at fault (or count if no single element is).  On a failed
+ * REGISTER the handle fields are unspecified: a value found there names no
+ * region (UNREGISTER of it fails with ENOENT).
  */
 struct ummunot_batch {
 	__u64 ptr;		/* user pointer to the array */
@@ -280,9 +283,19 @@ struct ummunot_batch {
  * UMMUNOT_IOC_REGISTER: watch count regions.  When the ioctl returns, every
  * later invalidation of a region produces an event (an invalidation that
  * was already in flight has completed).  Regions are armed: each reports
- * once, then stays quiet until re-armed or unregistered.
+ * once, then stays quiet until re-armed or unregistered.  Handles are
+ * written back only once every region of the batch is watched; if writing
+ * them faults, the whole batch is removed again (EFAULT; events for those
+ * handles may already be in the ring, as after an UNREGISTER).  A signal
+ * never makes it fail: the one step that gives up on a signal (setting up
+ * notifier tracking at an address space's first REGISTER) restarts the
+ * call transparently, as fork() does.
  * Errors: EINVAL (count 0, length 0, wrap-around, beyond user space,
- *	   flags/resv), ENOSPC (max_regions reached), ENOMEM, EFAULT.
+ *	   flags/resv), ENOSPC (the file's max_regions would be exceeded -
+ *	   error_index is the first element that did not fit - or the
+ *	   module's max_regions_per_mm for the address space, or
+ *	   max_user_memory for the opener's user - error_index is count),
+ *	   ENOMEM, EFAULT.
  *
  * UMMUNOT_IOC_UNREGISTER: stop watching.  Events already in the ring stay.
  * Errors: ENOENT (unknown handle), EINVAL (count 0 or too large, duplicate
@@ -296,8 +309,10 @@ struct ummunot_batch {
 /*
  * UMMUNOT_IOC_SET_FILTER: choose which event types are delivered.
  * Types outside the mask are counted in the statistics and otherwise
- * ignored (the region stays armed).
- * Errors: EINVAL (a bit outside UMMUNOT_EVENT_MASK_ALL, flags/resv).
+ * ignored (the region stays armed).  A failed call never changes the
+ * filter; concurrent calls take effect one after the other.
+ * Errors: EINVAL (a bit outside UMMUNOT_EVENT_MASK_ALL, flags/resv),
+ *	   EFAULT (the previous mask cannot be written back).
  */
 struct ummunot_filter {
 	__u64 mask;		/* in: UMMUNOT_EVENT_BIT()s; out: previous mask */
