@@ -810,6 +810,11 @@ int ummunot_cache::insert_locked(std::uint64_t a, std::uint64_t b, int access,
 		e->cookie = next_cookie_++;
 		rg.cookie = e->cookie;
 		r = mon_->register_regions(&rg, 1, nullptr);
+		if (r == -ENOSPC && evict_all_locked(chosen, nchosen))
+			// The module's per-process or per-user limit (not only
+			// max_regions, which max_entries stays under): our own
+			// unused entries hold regions too.
+			r = mon_->register_regions(&rg, 1, nullptr);
 		if (r)
 			return fail(r, true);
 		e->handle = rg.handle;

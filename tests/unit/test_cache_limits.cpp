@@ -141,3 +141,28 @@ TEST_CASE("ENOMEM from the backend evicts unused entries and retries once", "[li
 	ummunot_cache_put(f.cache, b);
 	ummunot_cache_put(f.cache, held);
 }
+
+TEST_CASE("ENOSPC from the module's REGISTER evicts unused entries and retries once", "[limits]")
+{
+	fixture f(limits(100, 1 << 20));
+	const ummunot_reg *a = f.get(BASE, PAGE);
+	ummunot_cache_put(f.cache, a);
+	const ummunot_reg *held = f.get(BASE + 2 * PAGE, PAGE);
+	REQUIRE(held);
+
+	// The per-process or per-user limit of the module (not max_regions).
+	f.fake->fail_next(UMMUNOT_IOC_REGISTER, -ENOSPC);
+	const ummunot_reg *b = f.get(BASE + 4 * PAGE, PAGE);
+	REQUIRE(b);
+	CHECK(rec(a)->deregs == 1);		// its region made room
+	CHECK(rec(held)->deregs == 0);
+	CHECK(f.stats().evictions == 1);
+
+	// Nothing left to evict: the error reaches the caller.
+	f.fake->fail_next(UMMUNOT_IOC_REGISTER, -ENOSPC);
+	const ummunot_reg *c = nullptr;
+	CHECK(ummunot_cache_get(f.cache, at(BASE + 8 * PAGE), PAGE, 1, &c) == -ENOSPC);
+	CHECK(ummunot::detail::cache_check(f.cache) == 0);
+	ummunot_cache_put(f.cache, b);
+	ummunot_cache_put(f.cache, held);
+}
