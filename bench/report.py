@@ -22,6 +22,11 @@ def verdict(ok, how):
     return ('met' if ok else 'MISSED') + (' (' + how + ')' if how else '')
 
 
+def at_most_bytes(value, limit):
+    """verdict() of value <= limit (bytes), saying by how much it missed."""
+    return verdict(value <= limit, '' if value <= limit else 'by %.1f bytes' % (value - limit))
+
+
 def plot(out, name, dat, script):
     """Writes the rows dat to out/NAME.dat and plots out/NAME.png with the
     gnuplot script, whose '%s' is the .dat file."""
@@ -257,9 +262,7 @@ def main():
               % (sc_mem['ring_entries'], sc_mem['ring_bytes_per_entry']))
             targets.append(('6', 'kernel <= 128 bytes per region',
                             '%.1f' % sc_mem['slab_bytes_per_region'],
-                            verdict(sc_mem['slab_bytes_per_region'] <= 128,
-                                    '' if sc_mem['slab_bytes_per_region'] <= 128 else
-                                    'by %.1f bytes' % (sc_mem['slab_bytes_per_region'] - 128))))
+                            at_most_bytes(sc_mem['slab_bytes_per_region'], 128)))
         if cm:
             w('| libummunot, per cached registration (%d entries, steady) | %.1f |'
               % (cm['entries'], cm['ummunot_bytes_per_entry']))
@@ -272,9 +275,7 @@ def main():
                   % (cm['ummunot_miss_ns'], cm['ucx_miss_ns']))
             targets.append(('6', 'library <= 192 bytes per cached entry',
                             '%.1f' % cm['ummunot_bytes_per_entry'],
-                            verdict(cm['ummunot_bytes_per_entry'] <= 192,
-                                    '' if cm['ummunot_bytes_per_entry'] <= 192 else
-                                    'by %.1f bytes' % (cm['ummunot_bytes_per_entry'] - 192))))
+                            at_most_bytes(cm['ummunot_bytes_per_entry'], 192)))
         w('')
 
     w('## Targets\n')
