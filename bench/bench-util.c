@@ -48,16 +48,22 @@ double bu_median(double *v, size_t n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* "prog: " what "message\n" on stderr. */
+static void vmsg(const char *what, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "%s: %s", bu_prog, what);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
 void bu_die(const char *fmt, ...)
 {
 	va_list ap;
 
 	fflush(stdout);
-	fprintf(stderr, "%s: error: ", bu_prog);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vmsg("error: ", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	exit(1);
 }
 
@@ -65,11 +71,9 @@ void bu_log(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: ", bu_prog);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vmsg("", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 /* JSON: a stack of "does the next item need a comma". */
@@ -85,11 +89,16 @@ static void key(const char *k)
 		printf("\"%s\":", k);
 }
 
-void bu_json_obj_begin(const char *k)
+static void begin(const char *k, char bracket)
 {
 	key(k);
-	putchar('{');
+	putchar(bracket);
 	need_comma[++depth] = false;
+}
+
+void bu_json_obj_begin(const char *k)
+{
+	begin(k, '{');
 }
 
 void bu_json_obj_end(void)
@@ -104,9 +113,7 @@ void bu_json_obj_end(void)
 
 void bu_json_arr_begin(const char *k)
 {
-	key(k);
-	putchar('[');
-	need_comma[++depth] = false;
+	begin(k, '[');
 }
 
 void bu_json_arr_end(void)

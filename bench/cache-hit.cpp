@@ -8,9 +8,10 @@
 // (--benchmark_enable_random_interleaving) and each is repeated, so the
 // medians of one run can be compared as ratios.
 //
-// libummunot runs over the library's in-process fake device when the host
-// has no /dev/ummunot (this host kernel cannot load modules): the hit path
-// never talks to the device, it only loads the ring's generation word.
+// libummunot runs over the in-process fake device (lib/fake_device.hpp,
+// linked into the benchmark only) when the host has no /dev/ummunot (this
+// host kernel cannot load modules): the hit path never talks to the device,
+// it only loads the ring's generation word.
 //
 // UCX must be told not to patch libc: scripts/bench exports
 // UCX_MEM_EVENTS=no (checked below, the benchmark refuses to run without).

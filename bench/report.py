@@ -22,6 +22,20 @@ def verdict(ok, how):
     return ('met' if ok else 'MISSED') + (' (' + how + ')' if how else '')
 
 
+def at_most_bytes(value, limit):
+    """verdict() of value <= limit (bytes), saying by how much it missed."""
+    return verdict(value <= limit, '' if value <= limit else 'by %.1f bytes' % (value - limit))
+
+
+def plot(out, name, dat, script):
+    """Writes the rows dat to out/NAME.dat and plots out/NAME.png with the
+    gnuplot script, whose '%s' is the .dat file."""
+    data = os.path.join(out, name + '.dat')
+    with open(data, 'w') as f:
+        f.write('\n'.join(dat) + '\n')
+    return gnuplot(out, name, script % data)
+
+
 def gnuplot(out, name, script):
     path = os.path.join(out, name + '.gp')
     with open(path, 'w') as f:
@@ -88,14 +102,12 @@ def main():
             w('| ' + ' | '.join(row) + ' |')
             dat.append('%d %s' % (t, ' '.join('%g' % (ips.get(v, 0) / 1e6) for v in variants)))
         w('')
-        with open(os.path.join(out, 'cache-hit.dat'), 'w') as f:
-            f.write('\n'.join(dat) + '\n')
-        if gnuplot(out, 'cache-hit',
+        if plot(out, 'cache-hit', dat,
                    "set title 'Cache hit (get+put): aggregate throughput'\n"
                    "set xlabel 'threads'; set ylabel 'Mops/s (higher is better)'\n"
                    "set xtics (1,2,4); set yrange [0:*]; set key left bottom; set grid\n"
                    "plot '%s' u 1:2 w lp t 'libummunot', '' u 1:3 w lp t 'UCX ucs_rcache', "
-                   "'' u 1:4 w lp t 'mutex + std::map'\n" % os.path.join(out, 'cache-hit.dat')):
+                   "'' u 1:4 w lp t 'mutex + std::map'\n"):
             w('![cache hit](cache-hit.png)\n')
         # Single thread: CPU time, which the other tenants of a shared host
         # disturb far less than wall time (both are in the table).
@@ -153,19 +165,16 @@ def main():
             w('| %d | %.2f | %.2f |' % (r['regions'], r['register_ns'] / 1e3, r['unregister_ns'] / 1e3))
             dat.append('%d %g %g' % (r['regions'], r['register_ns'] / 1e3, r['unregister_ns'] / 1e3))
         w('')
-        with open(os.path.join(out, 'scale.dat'), 'w') as f:
-            f.write('\n'.join(dat) + '\n')
         w('| regions invalidated by one munmap | munmap (us) | per region (ns) |')
         w('|---|---|---|')
         for r in sc['munmap_fanout']:
             w('| %d | %.1f | %.0f |' % (r['regions'], r['munmap_ns'] / 1e3, r['ns_per_region']))
         w('')
-        if gnuplot(out, 'scale',
+        if plot(out, 'scale', dat,
                    "set title 'Register/unregister one region vs regions watched (VM)'\n"
                    "set logscale x; set xlabel 'regions watched'; set ylabel 'us per ioctl'\n"
                    "set yrange [0:*]; set key left top; set grid\n"
-                   "plot '%s' u 1:2 w lp t 'register', '' u 1:3 w lp t 'unregister'\n"
-                   % os.path.join(out, 'scale.dat')):
+                   "plot '%s' u 1:2 w lp t 'register', '' u 1:3 w lp t 'unregister'\n"):
             w('![scale](scale.png)\n')
         regs = sc['register']
         lo, hi = regs[0], regs[-1]
@@ -208,14 +217,12 @@ def main():
                                         r['ummunot_ns'] / 1e3, r['preregistered_ns'] / 1e3))
             worst = max(worst, r['ummunot_over_preregistered'])
         w('')
-        with open(os.path.join(out, 'rdma.dat'), 'w') as f:
-            f.write('\n'.join(dat) + '\n')
-        if gnuplot(out, 'rdma',
+        if plot(out, 'rdma', dat,
                    "set title 'malloc + RDMA WRITE + free over rxe (VM, TCG)'\n"
                    "set logscale xy; set xlabel 'message KiB'; set ylabel 'us per message'\n"
                    "set key left top; set grid\n"
                    "plot '%s' u 1:2 w lp t 'register per message', '' u 1:3 w lp t 'libummunot cache', "
-                   "'' u 1:4 w lp t 'preregistered (limit)'\n" % os.path.join(out, 'rdma.dat')):
+                   "'' u 1:4 w lp t 'preregistered (limit)'\n"):
             w('![rdma](rdma.png)\n')
         targets.append(('4', 'cache within 10% of preregistered at every size',
                         'worst %.2fx' % worst, verdict(worst <= 1.10, '')))
@@ -255,9 +262,7 @@ def main():
               % (sc_mem['ring_entries'], sc_mem['ring_bytes_per_entry']))
             targets.append(('6', 'kernel <= 128 bytes per region',
                             '%.1f' % sc_mem['slab_bytes_per_region'],
-                            verdict(sc_mem['slab_bytes_per_region'] <= 128,
-                                    '' if sc_mem['slab_bytes_per_region'] <= 128 else
-                                    'by %.1f bytes' % (sc_mem['slab_bytes_per_region'] - 128))))
+                            at_most_bytes(sc_mem['slab_bytes_per_region'], 128)))
         if cm:
             w('| libummunot, per cached registration (%d entries, steady) | %.1f |'
               % (cm['entries'], cm['ummunot_bytes_per_entry']))
@@ -270,9 +275,7 @@ def main():
                   % (cm['ummunot_miss_ns'], cm['ucx_miss_ns']))
             targets.append(('6', 'library <= 192 bytes per cached entry',
                             '%.1f' % cm['ummunot_bytes_per_entry'],
-                            verdict(cm['ummunot_bytes_per_entry'] <= 192,
-                                    '' if cm['ummunot_bytes_per_entry'] <= 192 else
-                                    'by %.1f bytes' % (cm['ummunot_bytes_per_entry'] - 192))))
+                            at_most_bytes(cm['ummunot_bytes_per_entry'], 192)))
         w('')
 
     w('## Targets\n')

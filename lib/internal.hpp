@@ -3,7 +3,8 @@
 // Internal, test-only entry points: open a monitor or create a cache over
 // any device (e.g. the in-process fake producer) instead of a file.  Not
 // exported from libummunot.so; the unit tests and benchmarks link the
-// internal static library (ummunot_internal_dep in lib/meson.build).
+// internal static library and the fake device (ummunot_fake_dep in
+// lib/meson.build).
 #pragma once
 
 #include <memory>

@@ -142,21 +142,26 @@ int ummunot_monitor::resync(std::uint64_t *dropped)
 	return 0;
 }
 
+int ummunot_monitor::batch_ioctl(unsigned long cmd, const void *array,
+				 unsigned int count, unsigned int *error_index)
+{
+	ummunot_batch b{};
+
+	b.ptr = reinterpret_cast<std::uintptr_t>(array);
+	b.count = count;
+	int r = dev_->ioctl(cmd, &b);
+	if (r && error_index)
+		*error_index = b.error_index;
+	return r;
+}
+
 int ummunot_monitor::register_regions(ummunot_region *regions, unsigned int count,
 				      unsigned int *error_index)
 {
 	if (!regions || count == 0)
 		return -EINVAL;
-	if (count == 1 || (hello_.features & UMMUNOT_FEATURE_BATCH)) {
-		ummunot_batch b{};
-
-		b.ptr = reinterpret_cast<std::uintptr_t>(regions);
-		b.count = count;
-		int r = dev_->ioctl(UMMUNOT_IOC_REGISTER, &b);
-		if (r && error_index)
-			*error_index = b.error_index;
-		return r;
-	}
+	if (count == 1 || (hello_.features & UMMUNOT_FEATURE_BATCH))
+		return batch_ioctl(UMMUNOT_IOC_REGISTER, regions, count, error_index);
 	// No batching: one at a time, undone on failure (all-or-nothing).
 	for (unsigned int i = 0; i < count; i++) {
 		int r = register_regions(&regions[i], 1, nullptr);
@@ -178,16 +183,8 @@ int ummunot_monitor::handles_op(unsigned long cmd, const std::uint64_t *handles,
 {
 	if (!handles || count == 0)
 		return -EINVAL;
-	if (count == 1 || (hello_.features & UMMUNOT_FEATURE_BATCH)) {
-		ummunot_batch b{};
-
-		b.ptr = reinterpret_cast<std::uintptr_t>(handles);
-		b.count = count;
-		int r = dev_->ioctl(cmd, &b);
-		if (r && error_index)
-			*error_index = b.error_index;
-		return r;
-	}
+	if (count == 1 || (hello_.features & UMMUNOT_FEATURE_BATCH))
+		return batch_ioctl(cmd, handles, count, error_index);
 	// Without batching the kernel cannot give all-or-nothing; UNREGISTER
 	// and REARM are idempotent enough that we stop at the first failure.
 	for (unsigned int i = 0; i < count; i++) {

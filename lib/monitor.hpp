@@ -88,6 +88,10 @@ public:
 private:
 	ummunot_monitor() = default;
 	int handshake(const ummunot_monitor_attr *attr);
+	// One ioctl cmd over the count elements of array (a batch; the
+	// caller checked that the kernel takes it).
+	int batch_ioctl(unsigned long cmd, const void *array, unsigned int count,
+			unsigned int *error_index);
 
 	std::unique_ptr<ummunot::detail::device> dev_;
 	ummunot_hello hello_{};

@@ -65,18 +65,27 @@ std::vector<std::string_view> words(std::string_view s)
 	return out;
 }
 
+// All of digits as one number in base; otherwise bad(what, s), s being the
+// text as given.
+std::uint64_t parse_digits(std::string_view digits, int base, const char *what,
+			   std::string_view s)
+{
+	std::uint64_t v = 0;
+	if (digits.empty())
+		bad(what, s);
+	auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(),
+				       v, base);
+	if (ec != std::errc() || p != digits.data() + digits.size())
+		bad(what, s);
+	return v;
+}
+
 std::uint64_t parse_hex(std::string_view s)
 {
 	std::string_view t = s;
 	if (t.starts_with("0x") || t.starts_with("0X"))
 		t.remove_prefix(2);
-	std::uint64_t v = 0;
-	if (t.empty())
-		bad("not a hexadecimal number", s);
-	auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v, 16);
-	if (ec != std::errc() || p != t.data() + t.size())
-		bad("not a hexadecimal number", s);
-	return v;
+	return parse_digits(t, 16, "not a hexadecimal number", s);
 }
 
 int parse_int(std::string_view s)
@@ -85,6 +94,31 @@ int parse_int(std::string_view s)
 	if (v > 0x7fffffff)
 		bad("number out of range", s);
 	return static_cast<int>(v);
+}
+
+// The fdinfo lines that are one decimal counter, and where they go.
+struct fdinfo_key {
+	std::string_view key;
+	std::uint64_t client_stats::*member;
+};
+constexpr fdinfo_key fdinfo_counters[] = {
+	{"regions", &client_stats::regions},
+	{"regions_armed", &client_stats::regions_armed},
+	{"regions_registered", &client_stats::regions_registered},
+	{"ring_entries", &client_stats::ring_entries},
+	{"ring_pending", &client_stats::ring_pending},
+	{"ring_high_water", &client_stats::ring_high_water},
+	{"events", &client_stats::events},
+	{"dropped", &client_stats::dropped},
+	{"overflows", &client_stats::overflows},
+};
+
+std::uint64_t client_stats::*fdinfo_counter(std::string_view key) noexcept
+{
+	for (const auto &k : fdinfo_counters)
+		if (k.key == key)
+			return k.member;
+	return nullptr;
 }
 
 } // namespace
@@ -116,14 +150,7 @@ std::uint64_t library_stats::invalidations_total() const noexcept
 
 std::uint64_t parse_u64(std::string_view s)
 {
-	std::string_view t = trim(s);
-	std::uint64_t v = 0;
-	if (t.empty())
-		bad("not a number", s);
-	auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v, 10);
-	if (ec != std::errc() || p != t.data() + t.size())
-		bad("not a number", s);
-	return v;
+	return parse_digits(trim(s), 10, "not a number", s);
 }
 
 type_counts parse_type_list(std::string_view s)
@@ -216,24 +243,8 @@ void parse_fdinfo(std::string_view text, client_stats &c)
 			if (!val.empty() && (val.front() == ' ' || val.front() == '\t'))
 				val.remove_prefix(1);
 			c.owner_comm = std::string(val);
-		} else if (key == "regions") {
-			c.regions = parse_u64(val);
-		} else if (key == "regions_armed") {
-			c.regions_armed = parse_u64(val);
-		} else if (key == "regions_registered") {
-			c.regions_registered = parse_u64(val);
-		} else if (key == "ring_entries") {
-			c.ring_entries = parse_u64(val);
-		} else if (key == "ring_pending") {
-			c.ring_pending = parse_u64(val);
-		} else if (key == "ring_high_water") {
-			c.ring_high_water = parse_u64(val);
-		} else if (key == "events") {
-			c.events = parse_u64(val);
-		} else if (key == "dropped") {
-			c.dropped = parse_u64(val);
-		} else if (key == "overflows") {
-			c.overflows = parse_u64(val);
+		} else if (auto m = fdinfo_counter(key)) {
+			c.*m = parse_u64(val);
 		} else if (key == "overflow") {
 			c.overflow = parse_u64(val) != 0;
 		} else if (key == "event_mask") {

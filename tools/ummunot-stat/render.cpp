@@ -4,7 +4,7 @@
 // man/man1/ummunot-stat.1; fields are only ever added.
 #include <cinttypes>
 #include <cstdio>
-#include <map>
+#include <span>
 #include <utility>
 
 #include "stat.hpp"
@@ -50,35 +50,6 @@ double rate(std::uint64_t now, std::uint64_t before, double dt)
 	return now >= before ? static_cast<double>(now - before) / dt : 0.0;
 }
 
-// {"unmap":N,...} over the named types.
-std::string json_types(const type_counts &c)
-{
-	std::string s = "{";
-	bool first = true;
-	for (unsigned int t : event_types()) {
-		if (!first)
-			s += ",";
-		first = false;
-		s += json_string(event_type_name(t)) + ":" + u64s(c[t]);
-	}
-	return s + "}";
-}
-
-std::string json_type_rates(const type_counts &now, const type_counts &before,
-			    double dt)
-{
-	std::string s = "{";
-	bool first = true;
-	for (unsigned int t : event_types()) {
-		if (!first)
-			s += ",";
-		first = false;
-		s += json_string(event_type_name(t)) + ":" +
-		     json_rate(rate(now[t], before[t], dt));
-	}
-	return s + "}";
-}
-
 // The previous sample's entry for the same (pid, fd), if any.
 const client_stats *find_prev(const sample *prev, const client_stats &c)
 {
@@ -91,71 +62,181 @@ const client_stats *find_prev(const sample *prev, const client_stats &c)
 	return nullptr;
 }
 
-std::string library_json(const library_stats &l)
-{
-	std::string s = "{";
-	s += "\"version\":" + u64s(l.version);
-	s += ",\"hits\":" + u64s(l.hits);
-	s += ",\"misses\":" + u64s(l.misses);
-	// Index 0 (no event: resync and other library reasons) is "resync".
-	s += ",\"invalidations\":{\"resync\":" + u64s(l.invalidations[0]);
-	for (unsigned int t : event_types()) {
+// --- JSON: one writer for every object of the schema -----------------------
+//
+// Objects are written compactly (no blanks) with their keys in the order
+// man/man1/ummunot-stat.1 lists them; add() puts the commas in.
+
+class json_object {
+public:
+	// value is JSON text already (a number, null, an object, ...).
+	json_object &add(std::string_view key, std::string_view value)
+	{
 		// Appended piece by piece: "lit" + std::string temporaries trip
 		// gcc 12's -Wrestrict false positive at -O3 (GCC PR 105651).
-		s += ',';
-		s += json_string(event_type_name(t));
-		s += ':';
-		s += u64s(l.invalidations[t]);
+		if (!first_)
+			s_ += ',';
+		first_ = false;
+		s_ += json_string(key);
+		s_ += ':';
+		s_ += value;
+		return *this;
 	}
-	s += "}";
-	s += ",\"invalidations_total\":" + u64s(l.invalidations_total());
-	s += ",\"evictions\":" + u64s(l.evictions);
-	s += ",\"resyncs\":" + u64s(l.resyncs);
-	s += ",\"pinned_bytes\":" + u64s(l.pinned_bytes);
-	s += ",\"entries\":" + u64s(l.entries);
-	s += ",\"registrations\":" + u64s(l.registrations);
-	s += ",\"deregistrations\":" + u64s(l.deregistrations);
-	return s + "}";
+	std::string str() const { return s_ + "}"; }
+
+private:
+	std::string s_ = "{";
+	bool first_ = true;
+};
+
+// [a,b,...] with each element written by json(element).
+template <typename T, typename F>
+std::string json_array(const std::vector<T> &v, F json)
+{
+	std::string s = "[";
+	for (std::size_t i = 0; i < v.size(); i++) {
+		if (i)
+			s += ',';
+		s += json(v[i]);
+	}
+	return s + "]";
+}
+
+// One key per named event type, in ABI order: {"unmap":...,...}.
+template <typename F>
+void add_per_type(json_object &o, F value)
+{
+	for (unsigned int t : event_types())
+		o.add(event_type_name(t), value(t));
+}
+
+std::string json_types(const type_counts &c)
+{
+	json_object o;
+	add_per_type(o, [&](unsigned int t) { return u64s(c[t]); });
+	return o.str();
+}
+
+std::string json_type_rates(const type_counts &now, const type_counts &before,
+			    double dt)
+{
+	json_object o;
+	add_per_type(o, [&](unsigned int t) {
+		return json_rate(rate(now[t], before[t], dt));
+	});
+	return o.str();
+}
+
+// A counter of S and its JSON name.
+template <typename S>
+struct counter {
+	const char *name;
+	std::uint64_t S::*member;
+};
+
+template <typename S>
+void add_counters(json_object &o, const S &v, std::span<const counter<S>> f)
+{
+	for (const auto &c : f)
+		o.add(c.name, u64s(v.*c.member));
+}
+
+template <typename S>
+void add_rates(json_object &o, const S &now, const S &before, double dt,
+	       std::span<const counter<S>> f)
+{
+	for (const auto &c : f)
+		o.add(c.name, json_rate(rate(now.*c.member, before.*c.member, dt)));
+}
+
+constexpr counter<global_stats> global_counters[] = {
+	{"clients", &global_stats::clients},
+	{"regions", &global_stats::regions},
+	{"regions_registered", &global_stats::regions_registered},
+	{"events", &global_stats::events},
+	{"dropped", &global_stats::dropped},
+	{"overflows", &global_stats::overflows},
+	{"ring_high_water", &global_stats::ring_high_water},
+};
+constexpr counter<global_stats> global_rated[] = {
+	{"regions_registered", &global_stats::regions_registered},
+	{"events", &global_stats::events},
+	{"dropped", &global_stats::dropped},
+	{"overflows", &global_stats::overflows},
+};
+
+constexpr counter<client_stats> client_counters[] = {
+	{"regions", &client_stats::regions},
+	{"regions_armed", &client_stats::regions_armed},
+	{"regions_registered", &client_stats::regions_registered},
+	{"ring_entries", &client_stats::ring_entries},
+	{"ring_pending", &client_stats::ring_pending},
+	{"ring_high_water", &client_stats::ring_high_water},
+	{"events", &client_stats::events},
+	{"dropped", &client_stats::dropped},
+	{"overflows", &client_stats::overflows},
+};
+constexpr counter<client_stats> client_rated[] = {
+	{"events", &client_stats::events},
+	{"dropped", &client_stats::dropped},
+};
+
+// The library counters before and after "invalidations".
+constexpr counter<library_stats> library_head[] = {
+	{"version", &library_stats::version},
+	{"hits", &library_stats::hits},
+	{"misses", &library_stats::misses},
+};
+constexpr counter<library_stats> library_tail[] = {
+	{"evictions", &library_stats::evictions},
+	{"resyncs", &library_stats::resyncs},
+	{"pinned_bytes", &library_stats::pinned_bytes},
+	{"entries", &library_stats::entries},
+	{"registrations", &library_stats::registrations},
+	{"deregistrations", &library_stats::deregistrations},
+};
+constexpr counter<library_stats> library_rated[] = {
+	{"hits", &library_stats::hits},
+	{"misses", &library_stats::misses},
+};
+
+std::string library_json(const library_stats &l)
+{
+	json_object o;
+	add_counters<library_stats>(o, l, library_head);
+	// Index 0 (no event: resync and other library reasons) is "resync".
+	json_object inv;
+	inv.add("resync", u64s(l.invalidations[0]));
+	add_per_type(inv, [&](unsigned int t) { return u64s(l.invalidations[t]); });
+	o.add("invalidations", inv.str());
+	o.add("invalidations_total", u64s(l.invalidations_total()));
+	add_counters<library_stats>(o, l, library_tail);
+	return o.str();
 }
 
 std::string client_json(const client_stats &c, const client_stats *p, double dt)
 {
-	std::string s = "{";
-	s += "\"pid\":" + std::to_string(c.pid);
-	s += ",\"fd\":" + std::to_string(c.fd);
-	if (!c.readable) {
-		s += ",\"error\":" + json_string(c.error);
-		return s + "}";
-	}
-	s += ",\"owner_pid\":" + std::to_string(c.owner_pid);
-	s += ",\"comm\":" + json_string(c.owner_comm);
-	s += ",\"abi\":" + std::to_string(c.abi);
-	s += ",\"regions\":" + u64s(c.regions);
-	s += ",\"regions_armed\":" + u64s(c.regions_armed);
-	s += ",\"regions_registered\":" + u64s(c.regions_registered);
-	s += ",\"ring_entries\":" + u64s(c.ring_entries);
-	s += ",\"ring_pending\":" + u64s(c.ring_pending);
-	s += ",\"ring_high_water\":" + u64s(c.ring_high_water);
-	s += ",\"events\":" + u64s(c.events);
-	s += ",\"dropped\":" + u64s(c.dropped);
-	s += ",\"overflows\":" + u64s(c.overflows);
-	s += std::string(",\"overflow\":") + (c.overflow ? "true" : "false");
-	s += ",\"event_mask\":" + u64s(c.event_mask);
-	s += ",\"delivered\":" + json_types(c.delivered);
-	s += ",\"filtered\":" + json_types(c.filtered);
-	s += ",\"library\":" + (c.library ? library_json(*c.library) : std::string("null"));
-	if (p) {
-		s += ",\"rates\":{\"events\":" + json_rate(rate(c.events, p->events, dt));
-		s += ",\"dropped\":" + json_rate(rate(c.dropped, p->dropped, dt));
-		if (c.library && p->library) {
-			s += ",\"hits\":" + json_rate(rate(c.library->hits, p->library->hits, dt));
-			s += ",\"misses\":" + json_rate(rate(c.library->misses, p->library->misses, dt));
-		}
-		s += "}";
-	} else {
-		s += ",\"rates\":null";
-	}
-	return s + "}";
+	json_object o;
+	o.add("pid", std::to_string(c.pid));
+	o.add("fd", std::to_string(c.fd));
+	if (!c.readable)
+		return o.add("error", json_string(c.error)).str();
+	o.add("owner_pid", std::to_string(c.owner_pid));
+	o.add("comm", json_string(c.owner_comm));
+	o.add("abi", std::to_string(c.abi));
+	add_counters<client_stats>(o, c, client_counters);
+	o.add("overflow", c.overflow ? "true" : "false");
+	o.add("event_mask", u64s(c.event_mask));
+	o.add("delivered", json_types(c.delivered));
+	o.add("filtered", json_types(c.filtered));
+	o.add("library", c.library ? library_json(*c.library) : "null");
+	if (!p)
+		return o.add("rates", "null").str();
+	json_object r;
+	add_rates<client_stats>(r, c, *p, dt, client_rated);
+	if (c.library && p->library)
+		add_rates<library_stats>(r, *c.library, *p->library, dt, library_rated);
+	return o.add("rates", r.str()).str();
 }
 
 } // namespace
@@ -241,12 +322,17 @@ std::string render_clients_text(const sample &s, const sample *prev)
 			if (prev)
 				o += fmt(" %9s", "-");
 			o += fmt(" %10s %10s %8s %14s", "-", "-", "-", "-");
-			o += "  (" + c.error + ")\n";
+			o += "  (";	// piecewise: see json_object::add()
+			o += c.error;
+			o += ")\n";
 			continue;
 		}
 		std::string comm = c.owner_comm;
-		if (c.owner_pid != c.pid)
-			comm += "(" + std::to_string(c.owner_pid) + ")";
+		if (c.owner_pid != c.pid) {
+			comm += '(';
+			comm += std::to_string(c.owner_pid);
+			comm += ')';
+		}
 		std::string ring = fmt("%" PRIu64 "/%" PRIu64, c.ring_pending, c.ring_entries);
 		o += fmt("%7d %-16s %4d %8" PRIu64 " %17s %10" PRIu64 " %8" PRIu64 " %4s",
 			 c.pid, comm.c_str(), c.fd, c.regions, ring.c_str(), c.events,
@@ -322,55 +408,45 @@ std::string render_json(const sample &s, const sample *prev)
 {
 	const global_stats &g = s.global;
 	double dt = prev ? s.mono - prev->mono : 0;
-	std::string o = "{\"schema\":1";
-	o += ",\"time\":" + fmt("%.3f", s.time);
-	o += ",\"interval\":" + (prev ? fmt("%.3f", dt) : std::string("null"));
-	o += ",\"module\":{\"version\":" +
-	     (g.version.empty() ? std::string("null") : json_string(g.version));
-	o += ",\"parameters\":{\"max_regions\":" + json_opt_u64(g.max_regions);
-	o += ",\"max_ring_entries\":" + json_opt_u64(g.max_ring_entries);
-	o += ",\"default_ring_entries\":" + json_opt_u64(g.default_ring_entries) + "}}";
-	o += ",\"global\":{\"clients\":" + u64s(g.clients);
-	o += ",\"regions\":" + u64s(g.regions);
-	o += ",\"regions_registered\":" + u64s(g.regions_registered);
-	o += ",\"events\":" + u64s(g.events);
-	o += ",\"dropped\":" + u64s(g.dropped);
-	o += ",\"overflows\":" + u64s(g.overflows);
-	o += ",\"ring_high_water\":" + u64s(g.ring_high_water);
-	o += ",\"delivered\":" + json_types(g.delivered);
-	o += ",\"filtered\":" + json_types(g.filtered) + "}";
+	json_object o;
+	o.add("schema", "1");
+	o.add("time", fmt("%.3f", s.time));
+	o.add("interval", prev ? fmt("%.3f", dt) : "null");
+
+	json_object params;
+	params.add("max_regions", json_opt_u64(g.max_regions));
+	params.add("max_ring_entries", json_opt_u64(g.max_ring_entries));
+	params.add("default_ring_entries", json_opt_u64(g.default_ring_entries));
+	json_object module;
+	module.add("version", g.version.empty() ? "null" : json_string(g.version));
+	module.add("parameters", params.str());
+	o.add("module", module.str());
+
+	json_object global;
+	add_counters<global_stats>(global, g, global_counters);
+	global.add("delivered", json_types(g.delivered));
+	global.add("filtered", json_types(g.filtered));
+	o.add("global", global.str());
+
 	if (prev) {
 		const global_stats &p = prev->global;
-		o += ",\"rates\":{\"regions_registered\":" +
-		     json_rate(rate(g.regions_registered, p.regions_registered, dt));
-		o += ",\"events\":" + json_rate(rate(g.events, p.events, dt));
-		o += ",\"dropped\":" + json_rate(rate(g.dropped, p.dropped, dt));
-		o += ",\"overflows\":" + json_rate(rate(g.overflows, p.overflows, dt));
-		o += ",\"delivered\":" + json_type_rates(g.delivered, p.delivered, dt);
-		o += ",\"filtered\":" + json_type_rates(g.filtered, p.filtered, dt) + "}";
+		json_object r;
+		add_rates<global_stats>(r, g, p, dt, global_rated);
+		r.add("delivered", json_type_rates(g.delivered, p.delivered, dt));
+		r.add("filtered", json_type_rates(g.filtered, p.filtered, dt));
+		o.add("rates", r.str());
 	} else {
-		o += ",\"rates\":null";
+		o.add("rates", "null");
 	}
 	if (s.with_clients) {
-		o += ",\"clients\":[";
-		bool first = true;
-		for (const auto &c : s.scan.clients) {
-			if (!first)
-				o += ",";
-			first = false;
-			o += client_json(c, find_prev(prev, c), dt);
-		}
-		o += "],\"denied_pids\":[";
-		first = true;
-		for (int pid : s.scan.denied_pids) {
-			if (!first)
-				o += ",";
-			first = false;
-			o += std::to_string(pid);
-		}
-		o += "]";
+		o.add("clients", json_array(s.scan.clients, [&](const client_stats &c) {
+			return client_json(c, find_prev(prev, c), dt);
+		}));
+		o.add("denied_pids", json_array(s.scan.denied_pids, [](int pid) {
+			return std::to_string(pid);
+		}));
 	}
-	return o + "}\n";
+	return o.str() + "\n";
 }
 
 } // namespace ummunot_stat
