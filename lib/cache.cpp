@@ -153,20 +153,32 @@ std::uint64_t ummunot_cache::effective_cap() const
 ummunot_cache::~ummunot_cache()
 {
 	if (forked()) {
-		destroy_forked();
+		// In a forked child the registrations are the parent's (never
+		// deregister them here) and the ring is not mapped.  If another
+		// thread held mu_ when the parent forked, the structures may be
+		// half-changed: leave them (a bounded leak in the child) rather
+		// than walk them.
+		if (mu_.try_lock()) {
+			free_all_locked(false);
+			mu_.unlock();
+		}
 		return;
 	}
 	std::lock_guard<std::mutex> g(mu_);
+	// Putting a registration back after destroy is a caller bug
+	// (documented); entries still held are deregistered anyway so that
+	// nothing stays pinned.  The regions go away with the file.
+	free_all_locked(true);
+}
 
-	// Everything goes.  Putting a registration back after destroy is a
-	// caller bug (documented); entries still held are deregistered anyway
-	// so that nothing stays pinned.  No reader can be inside the index
-	// (destroy must not race with other calls), so memory is freed now:
-	// first what only live_ reaches, then what the index reaches, then
-	// the retire lists.  The regions go away with the file.
+// Everything goes.  No reader can be inside the index (destroy must not
+// race with other calls), so memory is freed now: first what only live_
+// reaches, then what the index reaches, then the retire lists.
+void ummunot_cache::free_all_locked(bool deregister)
+{
 	for (entry *e = live_; e;) {
 		entry *n = e->next;
-		if (!e->finalized) {
+		if (deregister && !e->finalized) {
 			be_.dereg(e->pub.mr, priv(&e->pub));
 			uncharge_locked(e->pub.length);
 		}
@@ -190,38 +202,6 @@ ummunot_cache::~ummunot_cache()
 		r = n;
 	}
 	budget_->detach();
-}
-
-// In a forked child: the registrations are the parent's (never
-// deregister them here) and the ring is not mapped.  If another thread held
-// mu_ when the parent forked, the structures may be half-changed: leave
-// them (a bounded leak in the child) rather than walk them.
-void ummunot_cache::destroy_forked()
-{
-	if (!mu_.try_lock())
-		return;
-	for (entry *e = live_; e;) {
-		entry *n = e->next;
-		if (!e->published)
-			free_entry(e);
-		e = n;
-	}
-	snapshot *s = index_.load(std::memory_order_relaxed);
-	for (std::size_t i = 0; i < s->size(); i++)
-		free_entry(s->ents[i]);
-	snapshot::destroy(s);
-	for (entry *e = retired_entries_; e;) {
-		entry *n = e->next;
-		free_entry(e);
-		e = n;
-	}
-	for (snapshot *r = retired_snaps_; r;) {
-		snapshot *n = r->next_retired;
-		snapshot::destroy(r);
-		r = n;
-	}
-	budget_->detach();
-	mu_.unlock();
 }
 
 entry *ummunot_cache::new_entry()

@@ -192,7 +192,7 @@ private:
 	void link_live_locked(entry *e);
 	void unlink_live_locked(entry *e);
 	std::uint64_t effective_cap() const;
-	void destroy_forked();
+	void free_all_locked(bool deregister);
 
 	std::unique_ptr<ummunot_monitor> mon_;
 	ummunot::detail::backend be_;
