@@ -608,11 +608,17 @@ static void op_scribble(struct slot *s)
 	}
 	describe("scribble 0x%llx at ring offset %zu (slot %d)", (unsigned long long)v,
 		 off, (int)(s - slots));
-	/* The user area is the consumer's: writing it is no scribble. */
+	/*
+	 * The user area is the consumer's: writing it is no scribble.  Under
+	 * the reader's lock, so that a read in progress never sees a scribbled
+	 * word with its checks still on.
+	 */
+	pthread_mutex_lock(&s->cons_lock);
 	if (off < UMMUNOT_RING_USER_AREA_OFFSET ||
 	    off >= UMMUNOT_RING_USER_AREA_OFFSET + UMMUNOT_RING_USER_AREA_SIZE)
 		s->scribbled = 1;
 	__atomic_store_n((uint64_t *)(m + off), v, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&s->cons_lock);
 	count_call();
 }
 
