@@ -1195,6 +1195,26 @@ int create_on_path(const backend &be, const ummunot_cache_config &cfg, ummunot_c
 	}
 }
 
+// The arguments of the 0.1 (ops + attr) and 0.2 (ops + config) creates,
+// checked and converted once for both the device and the path variants.
+int args_v1(const ummunot_backend_ops *ops, void *ctx, const ummunot_cache_attr *attr,
+	    ummunot_cache **out, backend *be, ummunot_cache_config *cfg)
+{
+	if (!out)
+		return -EINVAL;
+	int r = backend_from_ops1(ops, ctx, be);
+	return r ? r : config_from_attr(attr, cfg);
+}
+
+int args_v2(const ummunot_cache_ops *ops, void *ctx, const ummunot_cache_config *config,
+	    ummunot_cache **out, backend *be, ummunot_cache_config *cfg)
+{
+	if (!out)
+		return -EINVAL;
+	int r = read_ops(ops, be, ctx);
+	return r ? r : read_config(config, cfg);
+}
+
 } // namespace
 
 namespace ummunot::detail {
@@ -1205,12 +1225,7 @@ int cache_create_device(std::unique_ptr<device> dev, const ummunot_backend_ops *
 	backend be;
 	ummunot_cache_config cfg;
 
-	if (!out)
-		return -EINVAL;
-	int r = backend_from_ops1(ops, ctx, &be);
-	if (!r)
-		r = config_from_attr(attr, &cfg);
-	if (r)
+	if (int r = args_v1(ops, ctx, attr, out, &be, &cfg))
 		return r;
 	return create_on_device(std::move(dev), be, cfg, out);
 }
@@ -1221,12 +1236,7 @@ int cache_create_device_ops(std::unique_ptr<device> dev, const ummunot_cache_ops
 	backend be;
 	ummunot_cache_config cfg;
 
-	if (!out)
-		return -EINVAL;
-	int r = read_ops(ops, &be, ctx);
-	if (!r)
-		r = read_config(config, &cfg);
-	if (r)
+	if (int r = args_v2(ops, ctx, config, out, &be, &cfg))
 		return r;
 	return create_on_device(std::move(dev), be, cfg, out);
 }
@@ -1249,12 +1259,7 @@ int ummunot_cache_create_backend(const struct ummunot_backend_ops *ops, void *ct
 	backend be;
 	ummunot_cache_config cfg;
 
-	if (!cache)
-		return -EINVAL;
-	int r = backend_from_ops1(ops, ctx, &be);
-	if (!r)
-		r = config_from_attr(attr, &cfg);
-	if (r)
+	if (int r = args_v1(ops, ctx, attr, cache, &be, &cfg))
 		return r;
 	return create_on_path(be, cfg, cache);
 }
@@ -1266,12 +1271,7 @@ int ummunot_cache_create_ops(const struct ummunot_cache_ops *ops, void *ctx,
 	backend be;
 	ummunot_cache_config cfg;
 
-	if (!cache)
-		return -EINVAL;
-	int r = read_ops(ops, &be, ctx);
-	if (!r)
-		r = read_config(config, &cfg);
-	if (r)
+	if (int r = args_v2(ops, ctx, config, cache, &be, &cfg))
 		return r;
 	return create_on_path(be, cfg, cache);
 }
