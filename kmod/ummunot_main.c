@@ -27,17 +27,37 @@ unsigned long ummunot_max_user_memory;	/* 0: 4% of RAM, set at load */
 unsigned int ummunot_max_ring_entries = 262144;
 unsigned int ummunot_default_ring_entries = 4096;
 
+/*
+ * The setters parse and range-check themselves rather than calling
+ * param_set_uint_minmax(): that one returns kstrtouint()'s ERANGE for a
+ * value that overflows the type, and the documented contract
+ * (admin-guide.rst) is EINVAL for every out-of-range write.  A refused
+ * write leaves the value unchanged.  Readers load the values with
+ * READ_ONCE() without any lock, hence WRITE_ONCE() here.
+ */
+static int ummunot_param_set_uint(const char *val,
+				  const struct kernel_param *kp,
+				  unsigned int min, unsigned int max)
+{
+	unsigned int v;
+
+	if (kstrtouint(val, 0, &v) || v < min || v > max)
+		return -EINVAL;
+	WRITE_ONCE(*(unsigned int *)kp->arg, v);
+	return 0;
+}
+
 static int ummunot_param_set_regions(const char *val,
 				     const struct kernel_param *kp)
 {
-	return param_set_uint_minmax(val, kp, 1, U32_MAX >> 1);
+	return ummunot_param_set_uint(val, kp, 1, U32_MAX >> 1);
 }
 
 static int ummunot_param_set_ring(const char *val,
 				  const struct kernel_param *kp)
 {
-	return param_set_uint_minmax(val, kp, UMMUNOT_RING_MIN_ENTRIES,
-				     UMMUNOT_RING_MAX_LIMIT);
+	return ummunot_param_set_uint(val, kp, UMMUNOT_RING_MIN_ENTRIES,
+				      UMMUNOT_RING_MAX_LIMIT);
 }
 
 /* 0 selects the default (4% of RAM); at most LONG_MAX (atomic_long_t). */
@@ -45,16 +65,12 @@ static int ummunot_param_set_memory(const char *val,
 				    const struct kernel_param *kp)
 {
 	unsigned long v;
-	int ret;
 
-	ret = kstrtoul(val, 0, &v);
-	if (ret)
-		return ret;
-	if (v > LONG_MAX)
+	if (kstrtoul(val, 0, &v) || v > LONG_MAX)
 		return -EINVAL;
 	if (!v)
 		v = ummunot_max_user_memory_default();
-	*(unsigned long *)kp->arg = v;
+	WRITE_ONCE(*(unsigned long *)kp->arg, v);
 	return 0;
 }
 

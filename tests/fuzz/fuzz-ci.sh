@@ -3,9 +3,5 @@
 # The CI run of ummunot-fuzz (listed in vm-suite.txt, so `scripts/vm test`
 # runs it on every kernel): a fresh seed each time, printed first with the
 # command line that reproduces it; at most 150000 calls or 25 s; 3 processes
-# x 3 threads.  --known-bug param-erange: out-of-range parameter writes that
-# overflow the type fail with ERANGE instead of the documented EINVAL
-# (reported in Documentation/fuzzing.rst); remove it once the module or the
-# documentation is fixed.
-exec ./ummunot-fuzz --calls 150000 --duration 25 --procs 3 --threads 3 \
-	--known-bug param-erange "$@"
+# x 3 threads.
+exec ./ummunot-fuzz --calls 150000 --duration 25 --procs 3 --threads 3 "$@"

@@ -2077,14 +2077,7 @@ static void on_signal(int sig)
 }
 
 static unsigned long long default_user_memory;
-static uint64_t param_writes, param_refusals, known_erange;
-/*
- * --known-bug param-erange: a parameter write that overflows the type
- * (e.g. max_regions=4294967296) fails with ERANGE (kstrtouint), not the
- * documented EINVAL.  Reported; the CI suite lets it pass until fixed.
- */
-static bool opt_known_erange;
-
+static uint64_t param_writes, param_refusals;
 /*
  * One write to a module parameter.  In range: must succeed and read back
  * (max_user_memory 0: the default).  Out of range: must fail with EINVAL
@@ -2141,12 +2134,7 @@ static void param_op(struct rng *r)
 	param_refusals++;
 	if (!err)
 		FAIL("out-of-range write %s=%s succeeded (now %llu)", params[i], v, after);
-	else if (err == ERANGE && opt_known_erange) {
-		if (!known_erange++)
-			printf("ummunot-fuzz: KNOWN BUG param-erange: out-of-range write %s=%s "
-			       "failed with ERANGE, documented EINVAL (reported, not fixed yet; "
-			       "counted, not failing this run)\n", params[i], v);
-	} else if (err != EINVAL)
+	else if (err != EINVAL)
 		FAIL("out-of-range write %s=%s failed with %s; admin-guide.rst and abi.rst "
 		     "document EINVAL", params[i], v, errname(err));
 	if (after != before)
@@ -2210,7 +2198,6 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: ummunot-fuzz [--seed S] [--calls N] [--duration SECONDS] [--procs P]\n"
 		"                    [--threads T] [--no-params] [--no-drop-uid] [--trace]\n"
-		"                    [--known-bug param-erange]\n"
 		"defaults: random seed (printed), --calls 150000 --duration 25 --procs 3 --threads 3\n");
 	exit(2);
 }
@@ -2236,8 +2223,6 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--no-params")) opt_params = false;
 		else if (!strcmp(a, "--no-drop-uid")) opt_drop_uid = false;
 		else if (!strcmp(a, "--trace")) opt_trace = true;
-		else if (!strcmp(a, "--known-bug") && v && !strcmp(v, "param-erange"))
-			opt_known_erange = true, i++;
 		else usage();
 	}
 	if (opt_procs < 1 || opt_procs > MAX_PROCS || opt_threads < 1 ||
@@ -2253,11 +2238,10 @@ int main(int argc, char **argv)
 	page_size = sysconf(_SC_PAGESIZE);
 	printf("ummunot-fuzz: seed %" PRIu64 " calls %" PRIu64 " duration %.0fs procs %d threads %d%s\n"
 	       "ummunot-fuzz: reproduce with: ummunot-fuzz --seed %" PRIu64 " --calls %" PRIu64
-	       " --duration %.0f --procs %d --threads %d%s%s\n",
+	       " --duration %.0f --procs %d --threads %d%s\n",
 	       opt_seed, opt_calls, opt_duration, opt_procs, opt_threads,
 	       opt_params ? "" : " (no parameter writes)", opt_seed, opt_calls, opt_duration,
-	       opt_procs, opt_threads, opt_params ? "" : " --no-params",
-	       opt_known_erange ? " --known-bug param-erange" : "");
+	       opt_procs, opt_threads, opt_params ? "" : " --no-params");
 	if (access(DEV, R_OK | W_OK)) {
 		fprintf(stderr, "ummunot-fuzz: %s: %s (module not loaded?)\n", DEV, errname(errno));
 		return 1;
@@ -2406,10 +2390,10 @@ int main(int argc, char **argv)
 		rc = 1;
 	printf("ummunot-fuzz: %" PRIu64 " calls in %.1f s (%.0f calls/s), %" PRIu64
 	       " documented errors, %" PRIu64 " ENOSPC, %" PRIu64 " events read, %" PRIu64
-	       " forks, %" PRIu64 " parameter writes (%" PRIu64 " out of range, %" PRIu64
-	       " known-bug ERANGE), %" PRIu64 " violations\n", sh->calls, t_end - t_start,
+	       " forks, %" PRIu64 " parameter writes (%" PRIu64 " out of range), %" PRIu64
+	       " violations\n", sh->calls, t_end - t_start,
 	       sh->calls / (t_end - t_start), sh->errs_expected, sh->enospc, sh->events_read,
-	       sh->forks, param_writes, param_refusals, known_erange, sh->violations);
+	       sh->forks, param_writes, param_refusals, sh->violations);
 	printf("ummunot-fuzz: seed %" PRIu64 ": %s\n", opt_seed, rc ? "FAIL" : "PASS");
 	return rc;
 }
