@@ -217,12 +217,7 @@ static long ummunot_ioctl_get_stats(struct ummunot_ctx *ctx,
 				    struct ummunot_ring *ring,
 				    struct ummunot_stats __user *ustats)
 {
-	struct ummunot_stats *st;
-	long ret = 0;
-
-	st = kzalloc(sizeof(*st), GFP_KERNEL);
-	if (!st)
-		return -ENOMEM;
+	struct ummunot_stats stats = {}, *st = &stats;	/* never ENOMEM */
 
 	/* Never ctx->lock: a REGISTER may hold it across user memory access. */
 	spin_lock(&ctx->event_lock);
@@ -239,9 +234,8 @@ static long ummunot_ioctl_get_stats(struct ummunot_ctx *ctx,
 	spin_unlock(&ctx->event_lock);
 
 	if (copy_to_user(ustats, st, sizeof(*st)))
-		ret = -EFAULT;
-	kfree(st);
-	return ret;
+		return -EFAULT;
+	return 0;
 }
 
 static long ummunot_ioctl(struct file *file, unsigned int cmd,

@@ -54,6 +54,11 @@
 #define UMMUNOT_CHUNK_BYTES	2048
 #define UMMUNOT_REGION_CHUNK	(UMMUNOT_CHUNK_BYTES / sizeof(struct ummunot_region))
 #define UMMUNOT_HANDLE_CHUNK	(UMMUNOT_CHUNK_BYTES / sizeof(u64))
+/*
+ * UNREGISTER and REARM copy handles through an on-stack buffer of this many,
+ * so that they allocate nothing and cannot fail with ENOMEM.
+ */
+#define UMMUNOT_HANDLE_STACK	32
 
 /* What one region's slot in the handle xarray costs, rounded up. */
 #define UMMUNOT_XA_SLOT_BYTES	16

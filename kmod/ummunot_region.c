@@ -395,7 +395,8 @@ static void ummunot_region_destroy(struct ummunot_ctx *ctx,
 }
 
 /*
- * Copy the handles of an UNREGISTER or REARM batch through @buf and chain
+ * Copy the handles of an UNREGISTER or REARM batch through @buf
+ * (UMMUNOT_HANDLE_STACK handles) and chain
  * the regions they name on *@headp (->marked set).  With @unique, naming a
  * region twice is an error; otherwise the repeat is skipped.  On error
  * b->error_index says which element; the chain holds what was resolved.
@@ -412,7 +413,7 @@ static long ummunot_handles_resolve(struct ummunot_ctx *ctx,
 	for (i = 0; i < b->count; i += n) {
 		unsigned long left;
 
-		n = min_t(u32, b->count - i, UMMUNOT_HANDLE_CHUNK);
+		n = min_t(u32, b->count - i, UMMUNOT_HANDLE_STACK);
 		left = copy_from_user(buf, &uhandles[i], n * sizeof(*buf));
 		full = n - DIV_ROUND_UP(left, sizeof(*buf));
 		for (j = 0; j < full; j++) {
@@ -492,9 +493,9 @@ static long ummunot_ioctl_handles(struct ummunot_ctx *ctx,
 				  void (*apply)(struct ummunot_ctx *ctx,
 						struct ummunot_kregion *head))
 {
+	u64 buf[UMMUNOT_HANDLE_STACK];	/* no allocation: never ENOMEM */
 	struct ummunot_kregion *head = NULL;
 	struct ummunot_batch b = {};
-	u64 *buf;
 	long ret;
 
 	ret = ummunot_batch_get(ctx, ubatch, &b);
@@ -503,15 +504,9 @@ static long ummunot_ioctl_handles(struct ummunot_ctx *ctx,
 	if (ret)
 		goto out;
 
-	buf = kmalloc(UMMUNOT_CHUNK_BYTES, GFP_KERNEL);
-	if (!buf) {
-		ret = -ENOMEM;
-		goto out;
-	}
 	if (mutex_lock_killable(&ctx->lock)) {
 		ret = -EINTR;		/* seen only by a dying process */
 		b.error_index = b.count;
-		kfree(buf);
 		goto out;
 	}
 	ret = ummunot_handles_resolve(ctx, &b, unique, buf, &head);
@@ -520,7 +515,6 @@ static long ummunot_ioctl_handles(struct ummunot_ctx *ctx,
 	else
 		apply(ctx, head);
 	mutex_unlock(&ctx->lock);
-	kfree(buf);
 out:
 	if (ret)
 		ummunot_batch_put_error(ubatch, b.error_index);
