@@ -282,6 +282,14 @@ void t_param_set(const char *name, long long value)
 	T_EQ(path, value, t_param_get(name));
 }
 
+bool t_debug_kernel(void)
+{
+	const char *k = getenv("UMMUNOT_KERNEL");
+	size_t n = k ? strlen(k) : 0;
+
+	return n >= 6 && !strcmp(k + n - 6, "-debug");
+}
+
 /* ------------------------------------------------------------- the module */
 
 bool t_module_loaded(void)

@@ -221,6 +221,13 @@ int t_module_remove(void);
 /* Make sure the module is loaded at exit (for tests that rmmod). */
 void t_module_ensure_loaded_at_exit(void);
 
+/*
+ * Whether the guest runs a debug kernel (UMMUNOT_KERNEL ends in "-debug":
+ * KASAN, lockdep, kmemleak), where tests that only repeat work for
+ * coverage do fewer rounds.
+ */
+bool t_debug_kernel(void);
+
 /* Monotonic time in seconds. */
 double t_now(void);
 
