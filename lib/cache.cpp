@@ -24,7 +24,10 @@ using namespace ummunot::detail;
 namespace {
 
 constexpr std::uint64_t default_max_entries = 65536;
-constexpr std::size_t reclaim_batch = 64;	// retired objects per grace period
+// Grace periods are batched by retired bytes: one waits when what is
+// retired reaches half of what the cache holds (so that transient memory
+// stays under 1.5x steady), and never for less than this.
+constexpr std::size_t reclaim_min_bytes = 64 * 1024;
 constexpr unsigned int race_attempts = 3;
 constexpr unsigned int drain_batch = 256;
 constexpr std::uint32_t max_priv_size = 4096;
@@ -66,36 +69,6 @@ unsigned int shard_index()
 
 } // namespace
 
-namespace ummunot::detail {
-
-snapshot::snapshot(std::size_t c) : cap(c)
-{
-	// The arrays follow the header (whose size is a multiple of 8).
-	auto *p = reinterpret_cast<unsigned char *>(this) + sizeof(snapshot);
-	starts = reinterpret_cast<std::uint64_t *>(p);
-	ends = starts + c;
-	ents = reinterpret_cast<entry **>(ends + c);
-}
-
-snapshot *snapshot::create(std::size_t cap) noexcept
-{
-	static_assert(sizeof(snapshot) % alignof(std::uint64_t) == 0 &&
-		      sizeof(std::uint64_t) == sizeof(entry *));
-	void *mem = ::operator new(sizeof(snapshot) + cap * 3 * sizeof(std::uint64_t),
-				   std::nothrow);
-	return mem ? new (mem) snapshot(cap) : nullptr;
-}
-
-void snapshot::destroy(snapshot *s)
-{
-	if (!s)
-		return;
-	s->~snapshot();
-	::operator delete(static_cast<void *>(s));
-}
-
-} // namespace ummunot::detail
-
 int ummunot_cache::create(std::unique_ptr<ummunot_monitor> mon, const backend &be,
 			  const ummunot_cache_config &cfg, ummunot_cache **out)
 {
@@ -120,10 +93,8 @@ int ummunot_cache::create(std::unique_ptr<ummunot_monitor> mon, const backend &b
 	if (c->effective_cap() < c->page_)
 		return -ENOMEM;
 
-	snapshot *s = snapshot::create(0);
-	if (!s)
+	if (!c->index_.init())
 		return -ENOMEM;
-	c->index_.store(s, std::memory_order_relaxed);
 	c->seen_gen_.store(mon->generation(), std::memory_order_relaxed);
 	c->mon_ = std::move(mon);
 	c->mon_->set_owned();
@@ -173,9 +144,12 @@ ummunot_cache::~ummunot_cache()
 
 // Everything goes.  No reader can be inside the index (destroy must not
 // race with other calls), so memory is freed now: first what only live_
-// reaches, then what the index reaches, then the retire lists.
+// reaches, then what the index reaches, then the retire lists (the index
+// frees its own nodes).
 void ummunot_cache::free_all_locked(bool deregister)
 {
+	// Entries on unpub_ are out of the index: settle them first.
+	publish_index_locked();
 	for (entry *e = live_; e;) {
 		entry *n = e->next;
 		if (deregister && !e->finalized) {
@@ -187,19 +161,11 @@ void ummunot_cache::free_all_locked(bool deregister)
 		e = n;
 	}
 	live_ = live_tail_ = nullptr;
-	snapshot *s = index_.load(std::memory_order_relaxed);
-	for (std::size_t i = 0; i < s->size(); i++)
-		free_entry(s->ents[i]);
-	snapshot::destroy(s);
+	index_.for_each([this](std::uint64_t, std::uint64_t, entry *e) { free_entry(e); });
 	for (entry *e = retired_entries_; e;) {
 		entry *n = e->next;
 		free_entry(e);
 		e = n;
-	}
-	for (snapshot *r = retired_snaps_; r;) {
-		snapshot *n = r->next_retired;
-		snapshot::destroy(r);
-		r = n;
 	}
 	budget_->detach();
 }
@@ -252,35 +218,22 @@ bool ummunot_cache::try_acquire(entry *e)
 	return true;
 }
 
-entry *ummunot_cache::lookup(const snapshot *s, std::uint64_t a, std::uint64_t b,
-			     int access)
+// The hit: inside an RCU read-side critical section, in the published
+// index, an entry containing [a, b) with the access, that we could
+// acquire.  Candidates start at or before a and end at or after b.
+entry *ummunot_cache::lookup(std::uint64_t a, std::uint64_t b, int access)
 {
-	const std::uint64_t *starts = s->starts;
-	std::size_t n = s->size();
+	return index_.find(a, b, [access](entry *e) {
+		return (e->pub.access & access) == access && try_acquire(e);
+	});
+}
 
-	if (n == 0)
-		return nullptr;
-	// lo = the first entry starting after a; candidates are before it.
-	// Branch-free halving (the comparison becomes a conditional move):
-	// random lookups make every branch of a classic binary search a coin
-	// toss for the predictor, which cost more than the loads.
-	const std::uint64_t *base = starts;
-	while (n > 1) {
-		std::size_t half = n / 2;
-		base = base[half] <= a ? base + half : base;
-		n -= half;
-	}
-	std::size_t lo = static_cast<std::size_t>(base - starts) + (*base <= a);
-	for (std::size_t i = lo; i-- > 0;) {
-		if (starts[i] + s->max_len <= a)
-			break;		// nothing earlier can reach a
-		if (s->ends[i] < b)
-			continue;
-		entry *e = s->ents[i];
-		if ((e->pub.access & access) == access && try_acquire(e))
-			return e;
-	}
-	return nullptr;
+// The same under mu_, in the working index.
+entry *ummunot_cache::lookup_locked(std::uint64_t a, std::uint64_t b, int access)
+{
+	return index_.find_working(a, b, [access](entry *e) {
+		return (e->pub.access & access) == access && try_acquire(e);
+	});
 }
 
 int ummunot_cache::get(std::uint64_t addr, std::uint64_t len, int access,
@@ -312,8 +265,9 @@ int ummunot_cache::get(std::uint64_t addr, std::uint64_t len, int access,
 		}
 
 		rcu_read_lock();
-		// Pairs with the release store in republish_locked().
-		e = lookup(index_.load(std::memory_order_acquire), a, b, access);
+		// The root's acquire (in range_index::find()) pairs with the
+		// release store in range_index::publish().
+		e = lookup(a, b, access);
 		rcu_read_unlock();
 		if (e) {
 			sh.hits.fetch_add(1, std::memory_order_relaxed);
@@ -330,8 +284,8 @@ int ummunot_cache::get(std::uint64_t addr, std::uint64_t len, int access,
 		r = insert_uncached_locked(a, b, access, &e);
 	} else {
 		// Another thread may have added it meanwhile; under mu_ the
-		// snapshot cannot change under us.
-		e = lookup(index_.load(std::memory_order_relaxed), a, b, access);
+		// working index cannot change under us.
+		e = lookup_locked(a, b, access);
 		if (e) {
 			sh.hits.fetch_add(1, std::memory_order_relaxed);
 			r = 0;
@@ -380,9 +334,9 @@ int ummunot_cache::put(const ummunot_reg *reg)
 	return 0;
 }
 
-// Mark e dead (no new users), forget its handle.  Published entries wait in
-// the index for the next republish; if nobody uses e it is deregistered at
-// once.  Allocates nothing.
+// Mark e dead (no new users), forget its handle.  Indexed entries wait on
+// dead_ for the next publish_index_locked() to erase them; if nobody uses e
+// it is deregistered at once.  Allocates nothing.
 void ummunot_cache::kill_locked(entry *e)
 {
 	std::uint64_t old = e->refs.fetch_or(entry::DEAD, std::memory_order_acq_rel);
@@ -398,12 +352,15 @@ void ummunot_cache::kill_locked(entry *e)
 		return;			// insert_locked() cleans up
 	nr_live_--;
 	nr_dead_published_++;
+	// The handle is no longer needed: ilink takes its place.
+	e->ilink = dead_;
+	dead_ = e;
 	if ((old & entry::COUNT) == 0)
 		finalize_locked(e);
 }
 
 // Deregister e (it is DEAD with no users).  Its memory is retired once it
-// is also out of the index (here, or in republish_locked()).
+// is also out of the index (here, or in publish_index_locked()).
 void ummunot_cache::finalize_locked(entry *e)
 {
 	be_.dereg(e->pub.mr, priv(&e->pub));
@@ -415,61 +372,60 @@ void ummunot_cache::finalize_locked(entry *e)
 		retire_locked(e);
 }
 
-// Readers holding an old snapshot may still look at e->refs until a grace
+// Readers holding an old root may still look at e->refs until a grace
 // period has passed.
 void ummunot_cache::retire_locked(entry *e)
 {
 	e->next = retired_entries_;
 	retired_entries_ = e;
-	retired_count_++;
+	retired_entry_bytes_ += priv_size_ ? entry_priv_offset + priv_size_ : sizeof(entry);
 }
 
-// Publish a new index: the old one without its DEAD entries, plus add (if
-// any).  The old index is sorted, so this is one linear merge.  Returns
-// false, changing nothing, when the new index cannot be allocated: the old
-// one stays published, its DEAD entries unreachable to hits (try_acquire()
-// fails) and kept alive until a later republish drops them.
-bool ummunot_cache::republish_locked(entry *add)
+// Add e to the working index.  false, changing nothing, when out of
+// memory.
+bool ummunot_cache::index_insert_locked(entry *e)
 {
-	snapshot *old = index_.load(std::memory_order_relaxed);
-	// Exactly sized: DEAD only changes under mu_, so the count holds.
-	std::size_t live = (add != nullptr);
-	for (std::size_t i = 0; i < old->size(); i++)
-		live += !(old->ents[i]->refs.load(std::memory_order_relaxed) & entry::DEAD);
-	snapshot *s = snapshot::create(live);
-	if (!s)
+	if (!index_.reserve())
 		return false;
-	bool added = !add;
-	for (std::size_t i = 0; i < old->size(); i++) {
-		entry *e = old->ents[i];
-		if (e->refs.load(std::memory_order_relaxed) & entry::DEAD)
-			continue;
-		if (!added && add->start() < e->start()) {
-			s->push_back(add);
-			added = true;
-		}
-		s->push_back(e);
+	index_.insert(e->start(), e->end(), e);
+	e->published = true;
+	return true;
+}
+
+// Erase the DEAD entries on dead_ from the working index: O(log n) each,
+// and a node changed twice before the next publish is copied once.  Out of
+// memory stops the walk: the rest stay in the index, unusable by hits and
+// harmless, for the next call.
+void ummunot_cache::index_erase_locked()
+{
+	while (entry *e = dead_) {
+		if (!index_.reserve())
+			return;
+		dead_ = e->ilink;
+		bool found = index_.erase(e->start(), e);
+		(void)found;	// check_invariants() counts dead_ against the index
+		nr_dead_published_--;
+		// Still reachable from the published root: see below.
+		e->ilink = unpub_;
+		unpub_ = e;
 	}
-	if (!added)
-		s->push_back(add);
-	if (add)
-		add->published = true;
-	// Release: the entries' contents are visible to readers that load the
-	// new snapshot (acquire in get()).
-	index_.store(s, std::memory_order_release);
-	for (std::size_t i = 0; i < old->size(); i++) {
-		entry *e = old->ents[i];
-		if (!(e->refs.load(std::memory_order_relaxed) & entry::DEAD))
-			continue;
+}
+
+// Make the working index the published one.  The entries erased since the
+// last publish are then out of every index a new reader can find; those
+// already deregistered are retired (readers that loaded the old root may
+// still look at them until a grace period has passed).
+void ummunot_cache::publish_index_locked()
+{
+	index_erase_locked();
+	index_.publish();
+	while (entry *e = unpub_) {
+		unpub_ = e->ilink;
+		e->ilink = nullptr;
 		e->published = false;
 		if (e->finalized)
 			retire_locked(e);
 	}
-	old->next_retired = retired_snaps_;
-	retired_snaps_ = old;
-	retired_count_++;
-	nr_dead_published_ = 0;
-	return true;
 }
 
 void ummunot_cache::queue_unregister_locked(std::uint64_t handle)
@@ -560,9 +516,8 @@ int ummunot_cache::process_events_locked()
 		total += n;
 		if (complete) {
 			// Out of memory here is harmless: the DEAD entries stay
-			// in the index, unusable, until a later republish.
-			if (nr_dead_published_)
-				republish_locked(nullptr);
+			// in the index, unusable, until a later publish.
+			publish_index_locked();
 			unregister_locked();
 			// Pairs with the acquire in get().
 			seen_gen_.store(g, std::memory_order_release);
@@ -610,6 +565,8 @@ void ummunot_cache::evict_one_locked(entry *e)
 	e->in_module = false;
 	nr_live_--;
 	nr_dead_published_++;
+	e->ilink = dead_;
+	dead_ = e;
 	finalize_locked(e);
 	evictions_++;
 }
@@ -630,8 +587,7 @@ std::size_t ummunot_cache::evict_all_locked(const entry *const *keep, std::size_
 		}
 		e = next;
 	}
-	if (nr_dead_published_)
-		republish_locked(nullptr);
+	publish_index_locked();
 	unregister_locked();
 	return n;
 }
@@ -661,8 +617,7 @@ int ummunot_cache::make_room_locked(std::uint64_t bytes, std::size_t removed,
 		r = bytes > effective_cap() ? -E2BIG : -ENOSPC;
 		break;
 	}
-	if (nr_dead_published_)
-		republish_locked(nullptr);
+	publish_index_locked();
 	unregister_locked();
 	return r;
 }
@@ -713,30 +668,25 @@ int ummunot_cache::insert_locked(std::uint64_t a, std::uint64_t b, int access,
 	}
 
 	// Merge with overlapping or adjacent entries of the same access.
-	snapshot *s = index_.load(std::memory_order_relaxed);
 	entry *chosen[max_merge];
 	std::size_t nchosen = 0;
 	std::uint64_t ns = a, ne = b;
-	// Candidates start at or before ne and end at or after ns: a binary
-	// search on starts[] and a backwards walk bounded by max_len, instead
-	// of looking at every entry.
+	// Candidates start at or before ne and end at or after ns: the
+	// index's interval search (O(log n) a candidate).
 	for (bool grew = true; grew && nchosen < max_merge;) {
 		grew = false;
-		std::size_t hi = static_cast<std::size_t>(
-			std::upper_bound(s->starts, s->starts + s->size(), ne) - s->starts);
-		for (std::size_t i = hi; i-- > 0 && nchosen < max_merge;) {
-			if (s->starts[i] + s->max_len < ns)
-				break;		// nothing earlier reaches ns
-			entry *e = s->ents[i];
-			if (s->ends[i] < ns || e->pub.access != access ||
+		std::uint64_t s0 = ns, e0 = ne;
+		index_.find_working(e0, s0, [&](entry *e) {
+			if (e->pub.access != access ||
 			    (e->refs.load(std::memory_order_relaxed) & entry::DEAD) ||
 			    contains(chosen, nchosen, e))
-				continue;
+				return false;
 			chosen[nchosen++] = e;
 			ns = std::min(ns, e->start());
 			ne = std::max(ne, e->end());
 			grew = true;
-		}
+			return nchosen == max_merge;
+		});
 	}
 	int r = ne - ns <= effective_cap() ? make_room_locked(ne - ns, nchosen, chosen, nchosen)
 					   : -ENOSPC;
@@ -869,7 +819,7 @@ int ummunot_cache::insert_locked(std::uint64_t a, std::uint64_t b, int access,
 	// 4. Publish, holding one reference for the caller, and retire the
 	// entries it absorbed.
 	e->refs.store(1, std::memory_order_relaxed);
-	if (!republish_locked(e)) {
+	if (!index_insert_locked(e)) {
 		kill_locked(e);		// still pending: by_handle_ and module only
 		unregister_locked();
 		be_.dereg(e->pub.mr, priv(&e->pub));
@@ -886,8 +836,8 @@ int ummunot_cache::insert_locked(std::uint64_t a, std::uint64_t b, int access,
 		kill_locked(chosen[i]);
 		merges_++;
 	}
-	if (nr_dead_published_)
-		republish_locked(nullptr);
+	// One publish: readers go from the old entries to the merged one.
+	publish_index_locked();
 	unregister_locked();
 	*out = e;
 	return 0;
@@ -925,11 +875,19 @@ void ummunot_cache::unlink_live_locked(entry *e)
 	nr_linked_--;
 }
 
+// Half of what the cache holds: its index and its registered entries.
+std::size_t ummunot_cache::reclaim_threshold() const
+{
+	std::size_t esz = priv_size_ ? entry_priv_offset + priv_size_ : sizeof(entry);
+	return std::max(reclaim_min_bytes, (index_.bytes() + nr_linked_ * esz) / 2);
+}
+
 void ummunot_cache::reclaim_locked(bool force)
 {
-	if (!retired_count_ || (!force && retired_count_ < reclaim_batch))
+	std::size_t retired = index_.retired_bytes() + retired_entry_bytes_;
+	if (!retired || (!force && retired < reclaim_threshold()))
 		return;
-	// Every reader that could still hold a retired snapshot or entry was
+	// Every reader that could still hold a retired node or entry was
 	// inside a read-side critical section that began before they were
 	// unpublished; wait for those to finish.
 	rcu_synchronize();
@@ -938,14 +896,9 @@ void ummunot_cache::reclaim_locked(bool force)
 		free_entry(e);
 		e = n;
 	}
-	for (snapshot *s = retired_snaps_; s;) {
-		snapshot *n = s->next_retired;
-		snapshot::destroy(s);
-		s = n;
-	}
+	index_.free_retired();
 	retired_entries_ = nullptr;
-	retired_snaps_ = nullptr;
-	retired_count_ = 0;
+	retired_entry_bytes_ = 0;
 }
 
 int ummunot_cache::poll()
@@ -981,24 +934,20 @@ int ummunot_cache::invalidate(std::uint64_t addr, std::uint64_t len)
 	if (len == 0 || addr + len < addr)
 		return -EINVAL;
 	std::lock_guard<std::mutex> g(mu_);
-	snapshot *s = index_.load(std::memory_order_relaxed);
 	std::uint64_t end = addr + len;
 	int n = 0;
-	// Entries overlapping [addr, end): start < end and end > addr.
-	std::size_t hi = static_cast<std::size_t>(
-		std::lower_bound(s->starts, s->starts + s->size(), end) - s->starts);
-	for (std::size_t i = hi; i-- > 0;) {
-		if (s->starts[i] + s->max_len <= addr)
-			break;
-		entry *e = s->ents[i];
-		if (s->ends[i] <= addr || (e->refs.load(std::memory_order_relaxed) & entry::DEAD))
-			continue;
+	// Entries overlapping [addr, end): start <= end - 1 and end >= addr + 1.
+	// kill_locked() changes no index node, so the walk is undisturbed; k
+	// entries cost O(k log n) here and in the erase.
+	index_.find_working(end - 1, addr + 1, [&](entry *e) {
+		if (e->refs.load(std::memory_order_relaxed) & entry::DEAD)
+			return false;
 		kill_locked(e);
 		caller_invalidations_++;
 		n++;
-	}
-	if (nr_dead_published_)
-		republish_locked(nullptr);
+		return false;
+	});
+	publish_index_locked();
 	unregister_locked();
 	reclaim_locked(false);
 	publish_locked();
@@ -1068,27 +1017,39 @@ void ummunot_cache::publish_locked()
 int ummunot_cache::check_invariants()
 {
 	std::lock_guard<std::mutex> g(mu_);
-	snapshot *s = index_.load(std::memory_order_relaxed);
 	std::size_t live = 0, dead = 0;
 	std::uint64_t bytes = 0;
 
-	for (std::size_t i = 0; i < s->size(); i++) {
-		entry *e = s->ents[i];
-		if (i && s->starts[i - 1] > s->starts[i])
-			return __LINE__;
-		if (s->starts[i] != e->start() || s->ends[i] != e->end() || !e->published)
-			return __LINE__;
+	if (index_.check() || unpub_)
+		return __LINE__;
+	int bad = 0;
+	index_.for_each([&](std::uint64_t start, std::uint64_t end, entry *e) {
+		if (bad)
+			return;
+		if (start != e->start() || end != e->end() || !e->published) {
+			bad = __LINE__;
+			return;
+		}
 		if (e->refs.load(std::memory_order_relaxed) & entry::DEAD) {
 			dead++;
-			continue;
+			return;
 		}
 		live++;
-		if (e->finalized || e->pending || !e->in_module)
-			return __LINE__;
+		if (e->finalized || e->pending || !e->in_module) {
+			bad = __LINE__;
+			return;
+		}
 		auto it = by_handle_.find(e->handle);
 		if (it == by_handle_.end() || it->second != e)
-			return __LINE__;
-	}
+			bad = __LINE__;
+	});
+	if (bad)
+		return bad;
+	std::size_t ndead = 0;
+	for (entry *e = dead_; e; e = e->ilink)
+		ndead++;
+	if (ndead != dead)
+		return __LINE__;
 	if (live != nr_live_ || dead != nr_dead_published_)
 		return __LINE__;
 	if (by_handle_.size() != live + (pending_ ? 1 : 0))
