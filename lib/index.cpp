@@ -367,14 +367,21 @@ void range_index::publish()
 
 void range_index::free_retired()
 {
+	// Retired nodes become spare ones, up to an eighth of the tree (a
+	// filling cache then allocates almost no nodes); the rest are freed.
+	std::size_t keep = 2 * std::size_t(height()) + 4 + nodes_ / 8;
 	while (retired_) {
 		node *n = retired_->link;
-		free_node(retired_);
+		if (nr_spare_ < keep) {
+			retired_->link = spare_;
+			spare_ = retired_;
+			nr_spare_++;
+		} else {
+			free_node(retired_);
+		}
 		retired_ = n;
 	}
 	retired_nodes_ = 0;
-	// Keep what one more operation needs, no more.
-	std::size_t keep = 2 * std::size_t(height()) + 4;
 	while (nr_spare_ > keep) {
 		node *n = spare_->link;
 		free_node(spare_);

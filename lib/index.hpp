@@ -29,7 +29,9 @@
 //  * Allocation happens in reserve() only: it fills a small pool of spare
 //    nodes, enough for one insert or erase at the current height.  After
 //    it succeeded, insert() and erase() cannot fail; when it fails the
-//    tree is unchanged.
+//    tree is unchanged.  Nodes freed after a grace period go back to the
+//    pool, up to an eighth of the tree: a cache that keeps missing
+//    recycles the nodes its misses replace instead of calling malloc.
 #pragma once
 
 #include <atomic>
