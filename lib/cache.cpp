@@ -206,7 +206,7 @@ void *ummunot_cache::priv(const ummunot_reg *reg)
 	       entry_priv_offset;
 }
 
-bool ummunot_cache::try_acquire(entry *e)
+[[gnu::always_inline]] inline bool ummunot_cache::try_acquire(entry *e)
 {
 	std::uint64_t v = e->refs.load(std::memory_order_relaxed);
 

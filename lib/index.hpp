@@ -57,21 +57,17 @@ public:
 
 		entry *ent(unsigned int i) const { return static_cast<entry *>(ptr[i]); }
 		node *child(unsigned int i) const { return static_cast<node *>(ptr[i]); }
-		// The number of slots whose key is at most s: the branch-free
-		// halving of a binary search (random keys make every branch of
-		// a classic one a coin toss for the predictor).
+		// The number of slots whose key is at most s.  Counted, not
+		// binary-searched: the loads are independent (a binary search's
+		// are a chain, each waiting for the last from memory) and the
+		// loop vectorises; with 32 sorted keys this is the faster of the
+		// two on a cold node, which is the hit path's case.
 		unsigned int upper(std::uint64_t s) const
 		{
-			if (n == 0)
-				return 0;
-			const std::uint64_t *base = key;
-			unsigned int len = n;
-			while (len > 1) {
-				unsigned int half = len / 2;
-				base = base[half] <= s ? base + half : base;
-				len -= half;
-			}
-			return static_cast<unsigned int>(base - key) + (*base <= s);
+			unsigned int c = 0;
+			for (unsigned int i = 0; i < n; i++)
+				c += key[i] <= s;
+			return c;
 		}
 	};
 
@@ -93,14 +89,32 @@ public:
 		// Acquire: pairs with the release store in publish(): the
 		// nodes (and the entries they name) are seen as they were
 		// written before it.
-		return find_in(root_.load(std::memory_order_acquire), s, e, f);
+		const node *root = root_.load(std::memory_order_acquire);
+		// The rightmost candidate path first, without recursion: for a
+		// hit it is the only one.
+		const node *p = root;
+		while (p->height) {
+			unsigned int i = p->upper(s);
+			while (i && p->aux[i - 1] < e)
+				i--;
+			if (!i)
+				return nullptr;
+			p = p->child(i - 1);
+		}
+		for (unsigned int i = p->upper(s); i-- > 0;)
+			if (p->aux[i] >= e && f(p->ent(i)))
+				return p->ent(i);
+		if (p == root)
+			return nullptr;
+		// The rest, that leaf excepted.
+		return find_in(root, s, e, f, p);
 	}
 
 	// The writer's view of the same: the working tree.
 	template <class F>
 	entry *find_working(std::uint64_t s, std::uint64_t e, F &&f) const
 	{
-		return find_in(wroot_, s, e, f);
+		return find_in(wroot_, s, e, f, nullptr);
 	}
 
 	// Writer.  reserve() before each insert() or erase().
@@ -135,16 +149,21 @@ public:
 	int check() const;
 
 private:
+	// The search, recursive, from the largest start down; leaf skip
+	// (already searched) excepted.
 	template <class F>
-	static entry *find_in(const node *nd, std::uint64_t s, std::uint64_t e, F &f)
+	static entry *find_in(const node *nd, std::uint64_t s, std::uint64_t e, F &f,
+			      const node *skip)
 	{
+		if (nd == skip)
+			return nullptr;
 		for (unsigned int i = nd->upper(s); i-- > 0;) {
 			if (nd->aux[i] < e)
 				continue;
 			if (nd->height == 0) {
 				if (f(nd->ent(i)))
 					return nd->ent(i);
-			} else if (entry *r = find_in(nd->child(i), s, e, f)) {
+			} else if (entry *r = find_in(nd->child(i), s, e, f, skip)) {
 				return r;
 			}
 		}
