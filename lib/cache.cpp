@@ -896,7 +896,8 @@ void ummunot_cache::reclaim_locked(bool force)
 		free_entry(e);
 		e = n;
 	}
-	index_.free_retired();
+	// Forced (flush): the spare nodes go too.
+	index_.free_retired(force);
 	retired_entries_ = nullptr;
 	retired_entry_bytes_ = 0;
 }

@@ -365,11 +365,15 @@ void range_index::publish()
 	dirty_ = false;
 }
 
-void range_index::free_retired()
+void range_index::free_retired(bool trim)
 {
-	// Retired nodes become spare ones, up to an eighth of the tree (a
-	// filling cache then allocates almost no nodes); the rest are freed.
-	std::size_t keep = 2 * std::size_t(height()) + 4 + nodes_ / 8;
+	// Retired nodes become spare ones, up to as many as the tree has (a
+	// cache that keeps missing then calls malloc for almost no node, and
+	// freeing thousands of 800-byte chunks at once costs glibc more than
+	// the copies did); the rest are freed.  The pool never holds more
+	// than one reclaim batch, so transient memory stays under twice the
+	// steady one.  trim: keep only what one more update needs.
+	std::size_t keep = 2 * std::size_t(height()) + 4 + (trim ? 0 : nodes_);
 	while (retired_) {
 		node *n = retired_->link;
 		if (nr_spare_ < keep) {

@@ -30,7 +30,7 @@
 //    nodes, enough for one insert or erase at the current height.  After
 //    it succeeded, insert() and erase() cannot fail; when it fails the
 //    tree is unchanged.  Nodes freed after a grace period go back to the
-//    pool, up to an eighth of the tree: a cache that keeps missing
+//    pool, up to the tree's size: a cache that keeps missing
 //    recycles the nodes its misses replace instead of calling malloc.
 #pragma once
 
@@ -128,8 +128,8 @@ public:
 	// The bytes retired by publish() and not yet freed.
 	std::size_t retired_bytes() const { return retired_nodes_ * sizeof(node); }
 	// After a grace period that began after the last publish(): free
-	// them.
-	void free_retired();
+	// them (or keep them as spares; trim: keep only a few).
+	void free_retired(bool trim = false);
 
 	// Writer: the number of entries, the bytes of the working tree.
 	std::size_t size() const { return size_; }
