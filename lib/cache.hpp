@@ -134,7 +134,8 @@ public:
 	bool forked() const { return fork_gen_ != ummunot::detail::fork_gen_now(); }
 	static void *priv(const ummunot_reg *reg);
 
-	// Tests: 0 if every invariant holds, else a line number in cache.cpp.
+	// Tests: 0 if every invariant holds, else a line number in
+	// cache_entry.cpp.
 	int check_invariants();
 
 private:
