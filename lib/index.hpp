@@ -62,12 +62,24 @@ public:
 		// are a chain, each waiting for the last from memory) and the
 		// loop vectorises; with 32 sorted keys this is the faster of the
 		// two on a cold node, which is the hit path's case.
+		// The number of slots whose key is at most s: the branch-free
+		// halving of a binary search (random keys make every branch of
+		// a classic one a coin toss for the predictor).  Counting all
+		// 32 keys instead (independent loads, but 32 scalar compares:
+		// no 64-bit vector compare in the baseline ISA) measured about
+		// 10% slower on the hit (Documentation/performance.md).
 		unsigned int upper(std::uint64_t s) const
 		{
-			unsigned int c = 0;
-			for (unsigned int i = 0; i < n; i++)
-				c += key[i] <= s;
-			return c;
+			if (n == 0)
+				return 0;
+			const std::uint64_t *base = key;
+			unsigned int len = n;
+			while (len > 1) {
+				unsigned int half = len / 2;
+				base = base[half] <= s ? base + half : base;
+				len -= half;
+			}
+			return static_cast<unsigned int>(base - key) + (*base <= s);
 		}
 	};
 
