@@ -6,7 +6,7 @@
 // ucs_rcache and a mutex + std::map cache.  Prints one JSON object.
 //
 // libummunot is measured twice: right after the N misses ("transient":
-// retired index snapshots still wait for their grace period) and after
+// retired index nodes and entries still wait for their grace period) and after
 // ummunot_cache_flush() with every entry held, which evicts nothing and
 // frees what was retired ("steady").  Over /dev/ummunot (the VM) the
 // device costs the process nothing; over the in-process fake device

@@ -278,13 +278,66 @@ def main():
                             at_most_bytes(cm['ummunot_bytes_per_entry'], 192)))
         w('')
 
+    # 7. miss and invalidation cost vs n ------------------------------------
+    for name, where in (('cache-scale-vm', 'VM'), ('cache-scale', 'host')):
+        cs = load(raw, name)
+        if not cs:
+            continue
+        where = '%s, device %s' % (where, cs['device'])
+        w('## 7. Miss and invalidation cost against n, %s\n' % where)
+        w('Both caches hold n one-page entries (no-op backend); rounds alternate between '
+          'them: %d misses at fresh addresses, then %d invalidations of those entries '
+          '(`ummunot_cache_invalidate` / `ucs_rcache_region_invalidate`); medians of %d '
+          'rounds, CPU time of the thread.  "fill" is the mean time per miss while filling '
+          'the cache from 0 to n.  Load average during the run: %s.\n'
+          % (cs['misses_per_round'], cs['misses_per_round'], cs['rounds'], cs['load']))
+        w('| n | ummunot miss (ns) | UCX miss (ns) | miss ratio | ummunot invalidate (ns) '
+          '| UCX invalidate (ns) | invalidate ratio | ummunot fill (ns) | UCX fill (ns) |')
+        w('|---|---|---|---|---|---|---|---|---|')
+        dat = []
+        pts = cs['points']
+        for p in pts:
+            w('| %d | %.0f | %.0f | %.2fx | %.0f | %.0f | %.2fx | %.0f | %.0f |'
+              % (p['n'], p['ummunot_miss_ns'], p['ucx_miss_ns'],
+                 p['ummunot_miss_ns'] / p['ucx_miss_ns'], p['ummunot_inval_ns'],
+                 p['ucx_inval_ns'], p['ummunot_inval_ns'] / p['ucx_inval_ns'],
+                 p['ummunot_fill_ns'], p['ucx_fill_ns']))
+            dat.append('%d %g %g %g %g' % (p['n'], p['ummunot_miss_ns'], p['ucx_miss_ns'],
+                                            p['ummunot_inval_ns'], p['ucx_inval_ns']))
+        w('')
+        png = name
+        if plot(out, png, dat,
+                "set title 'miss and invalidation cost vs cached entries (%s)'\n"
+                "set logscale xy; set xlabel 'entries in the cache (n)'; "
+                "set ylabel 'ns per operation (CPU)'\n"
+                "set key left top; set grid\n"
+                "plot '%%s' u 1:2 w lp t 'ummunot miss', '' u 1:3 w lp t 'UCX miss', "
+                "'' u 1:4 w lp t 'ummunot invalidate', '' u 1:5 w lp t 'UCX invalidate'\n"
+                % where):
+            w('![%s](%s.png)\n' % (png, png))
+        worst = max(p['ummunot_miss_ns'] / p['ucx_miss_ns'] for p in pts)
+        targets.append(('7', 'miss <= UCX at every n (%s)' % where,
+                        'worst %.2fx' % worst,
+                        verdict(worst <= 1.0, '' if worst <= 1.0 else 'by %.2fx' % worst)))
+        if len(pts) >= 2:
+            g = pts[-1]['ummunot_miss_ns'] / pts[0]['ummunot_miss_ns']
+            span = '%d -> %d' % (pts[0]['n'], pts[-1]['n'])
+            targets.append(('7', 'miss grows <= 2x from 10^3 to 10^6 (%s)' % where,
+                            '%.2fx (%s)' % (g, span),
+                            verdict(g <= 2.0 and pts[-1]['n'] >= 1000000,
+                                    '' if pts[-1]['n'] >= 1000000 else 'n stopped at %d' % pts[-1]['n'])))
+            gi = pts[-1]['ummunot_inval_ns'] / pts[0]['ummunot_inval_ns']
+            targets.append(('7', 'invalidation O(log n): grows <= 2x (%s)' % where,
+                            '%.2fx (%s)' % (gi, span), verdict(gi <= 2.0, '')))
+
     w('## Targets\n')
     w('| # | target | measured | verdict |')
     w('|---|---|---|---|')
     for t in targets:
         w('| %s | %s | %s | %s |' % t)
     w('')
-    missing = [n for n in ['cache-hit', 'vm-munmap', 'vm-scale', 'vm-rdma', 'vm-events']
+    missing = [n for n in ['cache-hit', 'vm-munmap', 'vm-scale', 'vm-rdma', 'vm-events',
+                           'cache-scale']
                if not os.path.exists(os.path.join(raw, n + '.json'))]
     if missing:
         w('Not measured in this run (see the log): %s\n' % ', '.join(missing))

@@ -3,21 +3,25 @@
 // struct ummunot_cache: the registration cache.  See
 // Documentation/library.rst for the design; the short version:
 //
-//  * The index is an immutable sorted array of entries (a "snapshot"),
-//    published with a release store and read under liburcu-bp's read lock.
-//    Writers (misses, event processing, eviction, invalidation) are
-//    serialised by mu_ and replace the snapshot; old snapshots and entries
-//    are freed only after a grace period (retire list + rcu_synchronize(),
-//    never on the hit path).
+//  * The index is a copy-on-write B+tree of the entries' ranges
+//    (range_index, lib/index.hpp), published with a release store and read
+//    under liburcu-bp's read lock.  Writers (misses, event processing,
+//    eviction, invalidation) are serialised by mu_ and copy the path they
+//    change, O(log n); replaced nodes and entries are freed only after a
+//    grace period (retire lists + rcu_synchronize(), batched by retired
+//    bytes, never on the hit path).
 //  * Every entry has one atomic word: the number of users, the REFERENCED
 //    bit (CLOCK eviction) and the DEAD bit.  A hit is a CAS that fails once
 //    DEAD is set; whoever moves the word to DEAD with no users deregisters
 //    the entry, so that happens exactly once and never while it is in use.
 //  * An entry's memory is retired only when it is both deregistered and
-//    out of the published index: a snapshot that could not be replaced (out
-//    of memory) keeps its DEAD entries alive and harmless.
-//  * Nothing on the event path allocates; every allocation of a miss comes
-//    before the state it would change, or is undone.
+//    out of the published index.  DEAD entries wait on dead_ until they
+//    are erased from the index; an erase that cannot allocate leaves them
+//    there, unusable by hits (try_acquire() fails) and harmless, for the
+//    next publish to retry.
+//  * Marking entries DEAD (the event path) allocates nothing; every
+//    allocation of a miss comes before the state it would change, or is
+//    undone.
 //  * Hit counters live in cache-line-sized shards picked by CPU.
 #pragma once
 
@@ -31,6 +35,7 @@
 #include <ummunot/ummunot.h>
 
 #include "budget.hpp"
+#include "index.hpp"
 #include "monitor.hpp"
 
 namespace ummunot::detail {
@@ -39,13 +44,19 @@ struct entry {
 	ummunot_reg pub;			// handed out; must stay first
 	std::atomic<std::uint64_t> refs{0};	// users | REFERENCED | DEAD
 	ummunot_cache *owner = nullptr;		// put() checks it
-	std::uint64_t handle = 0;
+	// The module's handle while the entry is watched (in_module or
+	// pending).  Once DEAD it is no longer needed, and ilink links the
+	// entry on the cache's dead_ or unpub_ list (see index_erase_locked()).
+	union {
+		std::uint64_t handle = 0;
+		entry *ilink;
+	};
 	// Cookies come from a 64-bit counter starting at 1 and never reach
 	// 2^58.  The flags change under the cache's mutex only.
 	std::uint64_t cookie : 58 = 0;
 	std::uint64_t pending : 1 = 0;		// registered, not yet published
 	std::uint64_t in_module : 1 = 0;	// handle is registered with the monitor
-	std::uint64_t published : 1 = 0;	// in the current index
+	std::uint64_t published : 1 = 0;	// in the index (working or published)
 	std::uint64_t finalized : 1 = 0;	// deregistered
 	std::uint64_t uncached : 1 = 0;		// above max_cached_length: private
 	// While registered: the cache's list of registered entries (live_).
@@ -68,40 +79,6 @@ struct entry {
 static_assert(sizeof(entry) == 88);
 
 inline constexpr std::size_t entry_priv_offset = (sizeof(entry) + 15) / 16 * 16;
-
-// The index.  The search touches starts[] only (one contiguous array of
-// keys); ends[] is read for the few candidates; the entry itself only for
-// the match (access check and CAS).  Slot i of the three arrays is one
-// entry.  One allocation: this header, then the three arrays, exactly
-// sized.
-struct snapshot {
-	std::uint64_t *starts;			// sorted
-	std::uint64_t *ends;
-	entry **ents;
-	std::size_t n = 0, cap;
-	std::uint64_t max_len = 0;		// longest entry
-	snapshot *next_retired = nullptr;
-
-	// nullptr when out of memory.
-	static snapshot *create(std::size_t cap) noexcept;
-	static void destroy(snapshot *s);
-
-	std::size_t size() const { return n; }
-	void push_back(entry *e)
-	{
-		// Never past cap: republish_locked() counted the entries.
-		starts[n] = e->start();
-		ends[n] = e->end();
-		ents[n] = e;
-		n++;
-		if (e->end() - e->start() > max_len)
-			max_len = e->end() - e->start();
-	}
-
-private:
-	explicit snapshot(std::size_t c);
-	~snapshot() = default;
-};
 
 struct alignas(64) stat_shard {
 	std::atomic<std::uint64_t> hits{0};
@@ -157,16 +134,17 @@ public:
 	bool forked() const { return fork_gen_ != ummunot::detail::fork_gen_now(); }
 	static void *priv(const ummunot_reg *reg);
 
-	// Tests: 0 if every invariant holds, else a line number in cache.cpp.
+	// Tests: 0 if every invariant holds, else a line number in
+	// cache_entry.cpp.
 	int check_invariants();
 
 private:
 	using entry = ummunot::detail::entry;
-	using snapshot = ummunot::detail::snapshot;
 
 	ummunot_cache() = default;
 
-	entry *lookup(const snapshot *s, std::uint64_t a, std::uint64_t b, int access);
+	entry *lookup(std::uint64_t a, std::uint64_t b, int access);
+	entry *lookup_locked(std::uint64_t a, std::uint64_t b, int access);
 	static bool try_acquire(entry *e);
 	entry *new_entry();
 	void free_entry(entry *e);
@@ -175,7 +153,10 @@ private:
 	void kill_locked(entry *e);
 	void finalize_locked(entry *e);
 	void retire_locked(entry *e);
-	bool republish_locked(entry *add);
+	bool index_insert_locked(entry *e);
+	void index_erase_locked();
+	void publish_index_locked();
+	std::size_t reclaim_threshold() const;
 	void queue_unregister_locked(std::uint64_t handle);
 	void unregister_locked();
 	bool charge_locked(std::uint64_t bytes);
@@ -203,9 +184,9 @@ private:
 	std::uint64_t fork_gen_ = 0;
 
 	// Read on the hit path.
-	alignas(64) std::atomic<snapshot *> index_{nullptr};
-	const __u64 *gen_word_ = nullptr;		// the ring header's generation
+	alignas(64) const __u64 *gen_word_ = nullptr;	// the ring header's generation
 	std::atomic<std::uint64_t> seen_gen_{0};	// events up to here processed
+	ummunot::detail::range_index index_;	// its root_ shares this line
 
 	// Writer state, under mu_.
 	alignas(64) std::mutex mu_;
@@ -216,12 +197,13 @@ private:
 	entry *pending_ = nullptr;		// being inserted
 	std::size_t nr_linked_ = 0;		// entries in live_
 	std::size_t nr_live_ = 0;		// published and not DEAD
-	std::size_t nr_dead_published_ = 0;	// DEAD, still in the index
+	std::size_t nr_dead_published_ = 0;	// DEAD, still in the index (dead_)
+	entry *dead_ = nullptr;			// DEAD, to be erased from the index
+	entry *unpub_ = nullptr;		// erased, still in the published root
 	std::array<std::uint64_t, 64> unreg_{};	// handles to UNREGISTER
 	std::size_t nr_unreg_ = 0;
 	entry *retired_entries_ = nullptr;
-	snapshot *retired_snaps_ = nullptr;
-	std::size_t retired_count_ = 0;
+	std::size_t retired_entry_bytes_ = 0;
 	std::uint64_t next_cookie_ = 1;
 	std::uint64_t pinned_ = 0;		// charged: registered or being registered
 	std::uint64_t invalidations_[UMMUNOT_EVENT_TYPE_MAX] = {};
