@@ -10,6 +10,10 @@
  *   put   rank 0 MPI_Put()s its (origin) buffer into rank 1's window;
  *   get   rank 0 MPI_Get()s rank 1's window into its (origin) buffer.
  *
+ * --op takes a comma-separated list (e.g. send,put,get): one job runs each
+ * in turn, with a line and the expectation per operation (an MPI job's
+ * start-up dominates its cost in the VM guest).
+ *
  * The window (put/get) is allocated once by MPI_Win_allocate and never
  * remapped: only the buffers the application passes to MPI are.  A
  * registration cache that did not learn that the old pages are gone hands
@@ -61,8 +65,9 @@ static void usage(void)
 {
 	if (rank <= 0)
 		fprintf(stderr,
-"usage: stale-buffer [--op send|put|get] [--reuse WAY] [--size BYTES]\n"
+"usage: stale-buffer [--op OP[,OP...]] [--reuse WAY] [--size BYTES]\n"
 "                    [--iters N] [--expect clean|stale|report]\n"
+"  OP: send, put or get (one job runs each listed one in turn)\n"
 "  WAY: how each iteration gets new memory at the same address:\n"
 "    munmap    munmap(), then mmap() with the old address as hint\n"
 "    fixed     mmap(MAP_FIXED) over the live buffer\n"
@@ -275,86 +280,18 @@ static enum verdict judge(const void *buf, size_t len, int i)
 	return V_CORRUPT;
 }
 
-int main(int argc, char **argv)
+/*
+ * One operation, iters iterations: the buffer is new memory at the same
+ * address every time.  Returns the counts by verdict, summed on rank 0.
+ */
+static void run_op(enum op op, enum reuse how, size_t size, unsigned long iters,
+		   MPI_Win win, void *win_mem, long total[4])
 {
-	enum op op = OP_SEND;
-	enum reuse how = RE_MUNMAP;
-	enum { EX_CLEAN, EX_STALE, EX_REPORT } expect = EX_CLEAN;
-	static const char *const expect_names[] = { "clean", "stale", "report" };
-	unsigned long size = 1 << 20, iters = 20;
-	long counts[4] = { 0 }, total[4] = { 0 };
-	int nranks, rc;
+	long counts[4] = { 0 };
 	void *buf = NULL, *first = NULL;
-	void *win_mem = NULL;
-	MPI_Win win = MPI_WIN_NULL;
-
-	/*
-	 * --reuse free: a fixed mmap threshold (glibc raises a dynamic one
-	 * past a freed mmap()ed chunk's size, and the next malloc() would
-	 * come from the heap at another address).  The heap itself cannot
-	 * be trimmed reliably under MPI: the stack allocates above the
-	 * buffer.
-	 */
-	for (int a = 1; a + 1 < argc; a++)
-		if (!strcmp(argv[a], "--reuse") && !strcmp(argv[a + 1], "free") &&
-		    !mallopt(M_MMAP_THRESHOLD, 128 << 10)) {
-			fprintf(stderr, "stale-buffer: mallopt(M_MMAP_THRESHOLD) failed\n");
-			return 2;
-		}
-
-	check_mpi(MPI_Init(&argc, &argv), "MPI_Init");
-	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-
-	for (int a = 1; a < argc; a++) {
-		const char *o = argv[a];
-
-		if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
-			usage();
-			MPI_Finalize();
-			return 0;
-		}
-		if (a + 1 >= argc) {
-			if (rank == 0)
-				fprintf(stderr, "stale-buffer: unknown option or missing value: '%s'\n", o);
-			usage();
-			MPI_Finalize();
-			return 2;
-		}
-		const char *v = argv[++a];
-
-		if (!strcmp(o, "--op"))
-			op = pick(v, op_names, 3, o);
-		else if (!strcmp(o, "--reuse"))
-			how = pick(v, reuse_names, 6, o);
-		else if (!strcmp(o, "--expect"))
-			expect = pick(v, expect_names, 3, o);
-		else if (!strcmp(o, "--size"))
-			size = parse_num(v, o, 1ul << 30);
-		else if (!strcmp(o, "--iters"))
-			iters = parse_num(v, o, 1000000);
-		else {
-			if (rank == 0)
-				fprintf(stderr, "stale-buffer: unknown option '%s'\n", o);
-			usage();
-			MPI_Finalize();
-			return 2;
-		}
-	}
-	if (nranks != 2)
-		die("needs exactly 2 ranks, got %d", nranks);
-	page = (size_t)sysconf(_SC_PAGESIZE);
-	if (size % page)
-		die("--size %lu is not a multiple of the page size (%zu)", size, page);
-
-	if (op != OP_SEND) {
-		check_mpi(MPI_Win_allocate((MPI_Aint)size, 1, MPI_INFO_NULL, MPI_COMM_WORLD,
-					   &win_mem, &win), "MPI_Win_allocate");
-	}
+	int rc;
 
 	for (unsigned long i = 0; i < iters; i++) {
-		/* The buffer MPI sees: new memory at the same address. */
 		if (i == 0)
 			first = buf = first_alloc(how, size);
 		else
@@ -408,34 +345,139 @@ int main(int argc, char **argv)
 		/* Nobody renews a buffer the peer may still be reading. */
 		check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
 	}
-
+	release(how, buf, size);
+	moved = NULL;
 	check_mpi(MPI_Reduce(counts, total, 4, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD),
 		  "MPI_Reduce");
-	if (win != MPI_WIN_NULL)
-		MPI_Win_free(&win);
-	release(how, buf, size);
+}
+
+int main(int argc, char **argv)
+{
+	enum op ops[3];
+	int nops = 1;
+	enum reuse how = RE_MUNMAP;
+	enum { EX_CLEAN, EX_STALE, EX_REPORT } expect = EX_CLEAN;
+	static const char *const expect_names[] = { "clean", "stale", "report" };
+	unsigned long size = 1 << 20, iters = 20;
+	int nranks;
+	void *win_mem = NULL;
+	MPI_Win win = MPI_WIN_NULL;
+	bool one_sided = false;
+
+	ops[0] = OP_SEND;
+	/*
+	 * --reuse free: a fixed mmap threshold (glibc raises a dynamic one
+	 * past a freed mmap()ed chunk's size, and the next malloc() would
+	 * come from the heap at another address).  The heap itself cannot
+	 * be trimmed reliably under MPI: the stack allocates above the
+	 * buffer.
+	 */
+	for (int a = 1; a + 1 < argc; a++)
+		if (!strcmp(argv[a], "--reuse") && !strcmp(argv[a + 1], "free") &&
+		    !mallopt(M_MMAP_THRESHOLD, 128 << 10)) {
+			fprintf(stderr, "stale-buffer: mallopt(M_MMAP_THRESHOLD) failed\n");
+			return 2;
+		}
+
+	check_mpi(MPI_Init(&argc, &argv), "MPI_Init");
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+
+	for (int a = 1; a < argc; a++) {
+		const char *o = argv[a];
+
+		if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+			usage();
+			MPI_Finalize();
+			return 0;
+		}
+		if (a + 1 >= argc) {
+			if (rank == 0)
+				fprintf(stderr, "stale-buffer: unknown option or missing value: '%s'\n", o);
+			usage();
+			MPI_Finalize();
+			return 2;
+		}
+		const char *v = argv[++a];
+
+		if (!strcmp(o, "--op")) {
+			/* a comma-separated list, each at most once */
+			char list[64], *save = NULL;
+
+			if (strlen(v) >= sizeof(list))
+				pick(v, op_names, 3, o);	/* (reports it) */
+			strcpy(list, v);
+			nops = 0;
+			for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+				enum op x = pick(t, op_names, 3, o);
+
+				for (int j = 0; j < nops; j++)
+					if (ops[j] == x)
+						pick("(twice)", op_names, 3, o);
+				ops[nops++] = x;
+			}
+			if (!nops)
+				pick(v, op_names, 3, o);
+		} else if (!strcmp(o, "--reuse"))
+			how = pick(v, reuse_names, 6, o);
+		else if (!strcmp(o, "--expect"))
+			expect = pick(v, expect_names, 3, o);
+		else if (!strcmp(o, "--size"))
+			size = parse_num(v, o, 1ul << 30);
+		else if (!strcmp(o, "--iters"))
+			iters = parse_num(v, o, 1000000);
+		else {
+			if (rank == 0)
+				fprintf(stderr, "stale-buffer: unknown option '%s'\n", o);
+			usage();
+			MPI_Finalize();
+			return 2;
+		}
+	}
+	if (nranks != 2)
+		die("needs exactly 2 ranks, got %d", nranks);
+	page = (size_t)sysconf(_SC_PAGESIZE);
+	if (size % page)
+		die("--size %lu is not a multiple of the page size (%zu)", size, page);
+
+	for (int j = 0; j < nops; j++)
+		one_sided |= ops[j] != OP_SEND;
+	if (one_sided)
+		check_mpi(MPI_Win_allocate((MPI_Aint)size, 1, MPI_INFO_NULL, MPI_COMM_WORLD,
+					   &win_mem, &win), "MPI_Win_allocate");
 
 	int status = 0;
 
-	if (rank == 0) {
+	for (int j = 0; j < nops; j++) {
+		long total[4] = { 0 };
+
+		run_op(ops[j], how, size, iters, win, win_mem, total);
+		if (rank != 0)
+			continue;
+
 		long bad = total[V_STALE] + total[V_LOST] + total[V_CORRUPT];
 
 		printf("stale-buffer: op=%s reuse=%s size=%lu iters=%lu: ok %ld, stale %ld, lost %ld, corrupt %ld\n",
-		       op_names[op], reuse_names[how], size, iters,
+		       op_names[ops[j]], reuse_names[how], size, iters,
 		       total[V_OK], total[V_STALE], total[V_LOST], total[V_CORRUPT]);
 		if (total[V_OK] + bad != (long)iters) {
 			printf("stale-buffer: FAIL: %ld results for %lu iterations\n",
 			       total[V_OK] + bad, iters);
 			status = 1;
 		} else if (expect == EX_CLEAN && bad) {
-			printf("stale-buffer: FAIL: expected every iteration to be correct\n");
+			printf("stale-buffer: FAIL: op=%s: expected every iteration to be correct\n",
+			       op_names[ops[j]]);
 			status = 1;
 		} else if (expect == EX_STALE && !bad) {
-			printf("stale-buffer: FAIL: expected stale data (negative control), every iteration was correct\n");
+			printf("stale-buffer: FAIL: op=%s: expected stale data (negative control), every iteration was correct\n",
+			       op_names[ops[j]]);
 			status = 1;
 		}
 		fflush(stdout);
 	}
+	if (win != MPI_WIN_NULL)
+		MPI_Win_free(&win);
 	MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
 	MPI_Finalize();
 	return status;
