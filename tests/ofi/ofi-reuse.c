@@ -21,6 +21,11 @@
  * (syscall(SYS_munmap) and syscall(SYS_mmap): no libc function is called,
  * so no hook on munmap/mmap sees it).
  *
+ * --fork 1: before every iteration but the first, a forked child unmaps
+ * both buffers in its own address space and exits; the parent's transfers
+ * must stay correct (its monitor keeps reporting its own unmaps, and the
+ * child's do not disturb it).
+ *
  * --monitor chooses what feeds the cache:
  *   ummunot   ummunot_ofi_import() before fi_domain() (libummunot-ofi)
  *   preload   nothing here: libummunot-ofi-preload.so must be preloaded
@@ -51,6 +56,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -356,6 +362,7 @@ int main(int argc, char **argv)
 	enum mon mon = MON_UMMUNOT;
 	enum expect expect = EX_CLEAN;
 	unsigned long size = 1 << 20, iters = 20;
+	bool fork_each = false;
 	const char *prov = "verbs;ofi_rxm";
 	long count[4] = { 0 };
 
@@ -363,7 +370,7 @@ int main(int argc, char **argv)
 		const char *o = argv[a];
 
 		if (a + 1 >= argc)
-			die("option '%s' needs a value (--reuse WAY --monitor M --expect E --size N --iters N)", o);
+			die("option '%s' needs a value (--reuse WAY --monitor M --expect E --size N --iters N --fork 0|1)", o);
 		const char *v = argv[++a];
 		char *end;
 
@@ -373,7 +380,11 @@ int main(int argc, char **argv)
 			mon = pick(v, mon_names, 4, o);
 		else if (!strcmp(o, "--expect"))
 			expect = pick(v, expect_names, 3, o);
-		else if (!strcmp(o, "--size") || !strcmp(o, "--iters")) {
+		else if (!strcmp(o, "--fork")) {
+			if (strcmp(v, "0") && strcmp(v, "1"))
+				die("--fork takes 0 or 1, got '%s'", v);
+			fork_each = v[0] == '1';
+		} else if (!strcmp(o, "--size") || !strcmp(o, "--iters")) {
 			errno = 0;
 			unsigned long n = strtoul(v, &end, 0);
 
@@ -498,6 +509,23 @@ int main(int argc, char **argv)
 	}
 
 	for (unsigned long i = 0; i < iters; i++) {
+		if (fork_each && i > 0) {
+			/* A child that unmaps the buffers in its own address
+			 * space and exits: the parent's registrations stay
+			 * good, and its monitor must go on reporting. */
+			pid_t pid = fork();
+			int ws;
+
+			if (pid < 0)
+				die("fork: %s", strerror(errno));
+			if (pid == 0) {
+				munmap(buf[0], size);
+				munmap(buf[1], size);
+				_exit(0);
+			}
+			if (waitpid(pid, &ws, 0) != pid || !WIFEXITED(ws) || WEXITSTATUS(ws))
+				die("the forked child failed (status 0x%x)", ws);
+		}
 		for (int b = 0; b < 2; b++) {
 			if (i == 0)
 				buf[b] = first_alloc(how, size, b);
