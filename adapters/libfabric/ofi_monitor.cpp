@@ -1,0 +1,459 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//
+// libummunot-ofi: a libfabric import memory monitor (fi_ext.h, struct
+// fid_mem_monitor) backed by a ummunot monitor.  include/ummunot/ofi.h
+// states the contract; this comment says how it is kept.
+//
+// Locking.  libfabric calls subscribe(), valid() and (from 1.18 on)
+// unsubscribe() with its mm_lock held, so they never run concurrently with
+// each other; start() and stop() run under its mm_state_lock instead.  All
+// state lives under one mutex of ours (mu), which the slow paths take; the
+// fast path of valid() reads two words without it.  That is race-free
+// because every write that could turn a "valid" answer into "invalid"
+// (draining the ring, a fork, an overflow) happens in subscribe() or
+// valid(), i.e. under mm_lock as well, and stop() only runs when no cache
+// is left to ask valid().
+//
+// Records.  Every subscribed range [addr, addr + len) has a record: live
+// (a ummunot region watches it) or invalidated (its region fired, or the
+// ring overflowed, or the table was collected).  An invalidated record
+// stays until libfabric has shown that its cache entry is gone: valid()
+// answered "invalid" for it (libfabric then uncaches the entry),
+// unsubscribe() named it, or subscribe() named the same range again (the
+// cache's tree holds one entry per range).  While any invalidated record
+// is outstanding valid() takes the slow path: a range with no live record
+// is invalid.  The fast path is: nothing invalidated outstanding, and the
+// ring's generation did not move since the last complete read.
+//
+// Fired regions are unregistered at once (a region reports once): the
+// kernel's table holds live records only.  libfabric 1.17 never
+// unsubscribes, so live records of ranges the cache evicted stay until
+// their memory changes; when the kernel refuses a new region (ENOSPC) every
+// range is invalidated and the table starts again from what the cache
+// still uses (a "collection": one miss per live cache entry).
+
+#include <ummunot/ofi.h>
+#include <ummunot/ummunot.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_ext.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+
+struct range_key {
+	std::uintptr_t addr;
+	std::size_t len;
+	bool operator==(const range_key &o) const { return addr == o.addr && len == o.len; }
+};
+
+struct range_hash {
+	std::size_t operator()(const range_key &k) const noexcept
+	{
+		std::uint64_t x = k.addr * 0x9e3779b97f4a7c15ull ^ k.len;
+		return static_cast<std::size_t>(x ^ (x >> 29));
+	}
+};
+
+struct record {
+	std::uint64_t handle;	// live: the ummunot region
+	bool live;
+};
+
+using counter = std::atomic<std::uint64_t>;
+
+void bump(counter &c, std::uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }
+
+struct state {
+	// First member: libfabric hands this pointer back to every callback.
+	fid_mem_monitor fid{};
+	fi_ops_mem_monitor ops{};
+
+	std::mutex mu;
+	std::atomic<ummunot_monitor *> mon{nullptr};
+	// Invalidated records outstanding (the fast path's second word).
+	std::atomic<std::uint64_t> invalidated{0};
+	std::unordered_map<range_key, record, range_hash> by_range;
+	std::unordered_map<std::uint64_t, range_key> by_handle;	// live only
+	std::vector<std::uint64_t> unreg;	// fired regions to unregister
+
+	counter subscribes{0}, subscribe_errors{0}, unsubscribes{0};
+	counter valid_slow{0}, invalid{0}, events{0}, overflows{0};
+	counter forks{0}, collections{0};
+};
+
+state *g_state;		// set once by a successful import, never freed
+std::mutex g_import_mu;
+
+state *of(fid_mem_monitor *m) { return reinterpret_cast<state *>(m); }
+
+void warn(const char *fmt, int err)
+{
+	std::fprintf(stderr, "libummunot-ofi: ");
+	std::fprintf(stderr, fmt, std::strerror(err));
+	std::fputc('\n', stderr);
+}
+
+// --- under s->mu ------------------------------------------------------
+
+void invalidate(state *s, std::unordered_map<range_key, record, range_hash>::iterator it)
+{
+	if (!it->second.live)
+		return;
+	s->unreg.push_back(it->second.handle);
+	s->by_handle.erase(it->second.handle);
+	it->second.live = false;
+	s->invalidated.fetch_add(1, std::memory_order_relaxed);
+}
+
+void invalidate_all(state *s)
+{
+	for (auto it = s->by_range.begin(); it != s->by_range.end(); ++it)
+		invalidate(s, it);
+}
+
+void forget(state *s, std::unordered_map<range_key, record, range_hash>::iterator it)
+{
+	if (it->second.live) {
+		s->unreg.push_back(it->second.handle);
+		s->by_handle.erase(it->second.handle);
+	} else {
+		s->invalidated.fetch_sub(1, std::memory_order_relaxed);
+	}
+	s->by_range.erase(it);
+}
+
+// Unregister the regions that fired or were invalidated.  Failures leave
+// a region in the kernel's table that nothing refers to: it reports once
+// into an event nobody matches, which is harmless.
+void flush_unreg(state *s)
+{
+	ummunot_monitor *m = s->mon.load(std::memory_order_relaxed);
+	std::size_t done = 0;
+
+	while (done < s->unreg.size()) {
+		unsigned int n = static_cast<unsigned int>(std::min<std::size_t>(s->unreg.size() - done, 256));
+		unsigned int bad = n;
+		int r = ummunot_monitor_unregister(m, s->unreg.data() + done, n, &bad);
+
+		if (r < 0 && bad < n) {
+			// Skip the one at fault (e.g. ENOENT) and go on.
+			done += bad + 1;
+			continue;
+		}
+		done += n;
+	}
+	s->unreg.clear();
+}
+
+// Read every pending event; if the ring cannot be read, every range is
+// invalid.
+void drain(state *s)
+{
+	ummunot_monitor *m = s->mon.load(std::memory_order_relaxed);
+	ummunot_event ev[64];
+
+	for (;;) {
+		int n = ummunot_monitor_read(m, ev, 64);
+
+		if (n == -EOVERFLOW) {
+			std::uint64_t dropped = 0;
+
+			bump(s->overflows);
+			int r = ummunot_monitor_resync(m, &dropped);
+			if (r < 0)
+				warn("resync after an overflow failed: %s", -r);
+			invalidate_all(s);
+			continue;	// then read what came after
+		}
+		if (n < 0) {
+			warn("reading the event ring failed: %s; every range is invalid", -n);
+			invalidate_all(s);
+			break;
+		}
+		bump(s->events, static_cast<std::uint64_t>(n));
+		for (int i = 0; i < n; i++) {
+			auto h = s->by_handle.find(ev[i].handle);
+			if (h == s->by_handle.end())
+				continue;	// unregistered since: already invalid
+			invalidate(s, s->by_range.find(h->second));
+		}
+		if (n < 64)
+			break;
+	}
+	if (!s->unreg.empty())
+		flush_unreg(s);
+}
+
+// In a forked child the inherited monitor refuses every call (-ECHILD):
+// nothing the parent subscribed is watched here.  Forget it all (every
+// inherited cache entry then has no record: invalid) and open our own.
+int ensure_owner(state *s)
+{
+	ummunot_monitor *m = s->mon.load(std::memory_order_relaxed);
+
+	if (m && ummunot_monitor_changed(m) != -ECHILD)
+		return 0;
+	if (m) {
+		bump(s->forks);
+		ummunot_monitor_close(m);	// the child's copy only
+		s->mon.store(nullptr, std::memory_order_relaxed);
+	}
+	s->by_range.clear();
+	s->by_handle.clear();
+	s->unreg.clear();
+	// Every inherited cache entry is invalid now (it has no record), and
+	// libfabric never says when the last of them is gone: in this child
+	// the fast path stays off for good (one count that is never taken
+	// back), so that no inherited entry is ever answered "valid".
+	s->invalidated.store(1, std::memory_order_relaxed);
+
+	ummunot_monitor *nm = nullptr;
+	int r = ummunot_monitor_open(nullptr, &nm);
+	if (r < 0)
+		return r;
+	s->mon.store(nm, std::memory_order_relaxed);
+	return 0;
+}
+
+// --- fi_ops_mem_monitor -----------------------------------------------
+
+int ofi_start(fid_mem_monitor *)
+{
+	return 0;	// the monitor was opened by the import
+}
+
+void ofi_stop(fid_mem_monitor *fm)
+{
+	state *s = of(fm);
+	std::lock_guard<std::mutex> g(s->mu);
+
+	// No cache is left: nothing will ask about these ranges again.
+	if (ensure_owner(s) == 0) {
+		for (auto &[k, rec] : s->by_range)
+			if (rec.live)
+				s->unreg.push_back(rec.handle);
+		flush_unreg(s);
+	}
+	s->by_range.clear();
+	s->by_handle.clear();
+	s->unreg.clear();
+	s->invalidated.store(0, std::memory_order_relaxed);
+}
+
+int ofi_subscribe(fid_mem_monitor *fm, const void *addr, std::size_t len)
+{
+	state *s = of(fm);
+	std::lock_guard<std::mutex> g(s->mu);
+	range_key k{reinterpret_cast<std::uintptr_t>(addr), len};
+
+	bump(s->subscribes);
+	if (len == 0) {
+		bump(s->subscribe_errors);
+		return -FI_EINVAL;
+	}
+	if (int r = ensure_owner(s); r < 0) {
+		bump(s->subscribe_errors);
+		return r;
+	}
+	// An event pending for this range must not leave it "live".
+	drain(s);
+
+	auto it = s->by_range.find(k);
+	if (it != s->by_range.end()) {
+		if (it->second.live)
+			return 0;	// still watched, nothing changed since
+		forget(s, it);		// its old cache entry is gone
+	}
+
+	for (int attempt = 0;; attempt++) {
+		ummunot_region reg{};
+		reg.start = k.addr;
+		reg.length = k.len;
+		int r = ummunot_monitor_register(s->mon.load(std::memory_order_relaxed), &reg, 1, nullptr);
+
+		if (r == 0) {
+			s->by_range.emplace(k, record{reg.handle, true});
+			s->by_handle.emplace(reg.handle, k);
+			return 0;
+		}
+		if (r == -ENOSPC && attempt == 0 && !s->by_handle.empty()) {
+			// Collect: libfabric 1.17 never says which ranges it
+			// evicted, so invalidate them all; what it still uses
+			// comes back one miss at a time.
+			bump(s->collections);
+			invalidate_all(s);
+			flush_unreg(s);
+			continue;
+		}
+		bump(s->subscribe_errors);
+		return r;	// libfabric keeps the registration uncached
+	}
+}
+
+void ofi_unsubscribe(fid_mem_monitor *fm, const void *addr, std::size_t len)
+{
+	state *s = of(fm);
+	std::lock_guard<std::mutex> g(s->mu);
+	range_key k{reinterpret_cast<std::uintptr_t>(addr), len};
+
+	bump(s->unsubscribes);
+	if (ensure_owner(s) < 0)
+		return;
+	auto it = s->by_range.find(k);
+	if (it == s->by_range.end())
+		return;
+	forget(s, it);
+	if (!s->unreg.empty())
+		flush_unreg(s);
+}
+
+bool ofi_valid_slow(state *s, const void *addr, std::size_t len)
+{
+	std::lock_guard<std::mutex> g(s->mu);
+	range_key k{reinterpret_cast<std::uintptr_t>(addr), len};
+
+	bump(s->valid_slow);
+	if (ensure_owner(s) < 0) {
+		bump(s->invalid);
+		return false;
+	}
+	drain(s);
+	auto it = s->by_range.find(k);
+	if (it != s->by_range.end() && it->second.live)
+		return true;
+	if (it != s->by_range.end())
+		forget(s, it);	// libfabric uncaches the entry on "false"
+	bump(s->invalid);
+	return false;
+}
+
+// Runs on every cache hit, under libfabric's mm_lock.
+bool ofi_valid(fid_mem_monitor *fm, const void *addr, std::size_t len)
+{
+	state *s = of(fm);
+
+	if (s->invalidated.load(std::memory_order_relaxed) == 0) {
+		ummunot_monitor *m = s->mon.load(std::memory_order_relaxed);
+		// One acquire load of the ring's generation (and the
+		// library's fork check); 0: no event since the last read.
+		if (m && ummunot_monitor_changed(m) == 0)
+			return true;
+	}
+	return ofi_valid_slow(s, addr, len);
+}
+
+int ofi_close(fid *)
+{
+	return 0;	// the state lives as long as the process
+}
+
+int ofi_no_bind(fid *, fid *, std::uint64_t) { return -FI_ENOSYS; }
+int ofi_no_control(fid *, int, void *) { return -FI_ENOSYS; }
+int ofi_no_ops_open(fid *, const char *, std::uint64_t, void **, void *) { return -FI_ENOSYS; }
+int ofi_no_tostr(const fid *, char *, std::size_t) { return -FI_ENOSYS; }
+int ofi_no_ops_set(fid *, const char *, std::uint64_t, void *, void *) { return -FI_ENOSYS; }
+
+fi_ops g_fid_ops = {
+	sizeof(fi_ops),
+	ofi_close,
+	ofi_no_bind,
+	ofi_no_control,
+	ofi_no_ops_open,
+	ofi_no_tostr,
+	ofi_no_ops_set,
+};
+
+} // namespace
+
+extern "C" {
+
+int ummunot_ofi_import(unsigned int flags)
+{
+	if (flags)
+		return -EINVAL;
+	std::lock_guard<std::mutex> g(g_import_mu);
+	if (g_state)
+		return -EALREADY;
+	if (const char *e = std::getenv("FI_MR_CACHE_MONITOR"); e && *e)
+		return -ENOTSUP;
+
+	ummunot_monitor *m = nullptr;
+	if (int r = ummunot_monitor_open(nullptr, &m); r < 0)
+		return r;
+
+	state *s = new (std::nothrow) state;
+	if (!s) {
+		ummunot_monitor_close(m);
+		return -ENOMEM;
+	}
+	s->mon.store(m, std::memory_order_relaxed);
+	s->ops.size = sizeof(s->ops);
+	s->ops.start = ofi_start;
+	s->ops.stop = ofi_stop;
+	s->ops.subscribe = ofi_subscribe;
+	s->ops.unsubscribe = ofi_unsubscribe;
+	s->ops.valid = ofi_valid;
+	s->fid.fid.fclass = FI_CLASS_MEM_MONITOR;
+	s->fid.fid.context = s;
+	s->fid.fid.ops = &g_fid_ops;
+	s->fid.export_ops = &s->ops;
+
+	int r = fi_import(FI_VERSION(1, 13), "mr_cache", nullptr, 0, 0, &s->fid.fid, s);
+	if (r != 0) {
+		ummunot_monitor_close(m);
+		delete s;
+		// libfabric returns -FI_Exxx, which are -errno values.
+		return r == -FI_ENOSYS ? -ENOSYS : r;
+	}
+	g_state = s;
+	return 0;
+}
+
+int ummunot_ofi_stats(struct ummunot_ofi_stats *stats, size_t size)
+{
+	if (!stats || size < sizeof(std::uint64_t))
+		return -EINVAL;
+	state *s;
+	{
+		std::lock_guard<std::mutex> g(g_import_mu);
+		s = g_state;
+	}
+	if (!s)
+		return -ENOENT;
+
+	struct ummunot_ofi_stats v{};
+	auto ld = [](const counter &c) { return c.load(std::memory_order_relaxed); };
+	v.subscribes = ld(s->subscribes);
+	v.subscribe_errors = ld(s->subscribe_errors);
+	v.unsubscribes = ld(s->unsubscribes);
+	v.valid_slow = ld(s->valid_slow);
+	v.invalid = ld(s->invalid);
+	v.events = ld(s->events);
+	v.overflows = ld(s->overflows);
+	v.forks = ld(s->forks);
+	v.collections = ld(s->collections);
+	{
+		std::lock_guard<std::mutex> g(s->mu);
+		v.regions = s->by_handle.size();
+		v.invalidated = s->invalidated.load(std::memory_order_relaxed);
+	}
+	std::size_t n = std::min(size, sizeof(v));
+	std::memcpy(stats, &v, n);
+	if (size > n)
+		std::memset(reinterpret_cast<char *>(stats) + n, 0, size - n);
+	return static_cast<int>(n);
+}
+
+} // extern "C"

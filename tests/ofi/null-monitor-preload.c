@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * libnull-monitor-preload.so (tests only, never installed): the negative
+ * control for unmodified programs.  Preloaded, its constructor imports into
+ * libfabric a memory monitor that is never told anything: every subscribe
+ * succeeds and valid() always says yes.  libfabric's MR cache then runs
+ * with every source of invalidations off (its own memhooks/userfaultfd
+ * monitors are not used; Open MPI's must be kept out with
+ * --mca memory ^patcher), which is what the tests must see fail.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_ext.h>
+
+static int null_start(struct fid_mem_monitor *m) { (void)m; return 0; }
+static void null_stop(struct fid_mem_monitor *m) { (void)m; }
+static int null_subscribe(struct fid_mem_monitor *m, const void *a, size_t l)
+{
+	(void)m; (void)a; (void)l;
+	return 0;
+}
+static void null_unsubscribe(struct fid_mem_monitor *m, const void *a, size_t l)
+{
+	(void)m; (void)a; (void)l;
+}
+static bool null_valid(struct fid_mem_monitor *m, const void *a, size_t l)
+{
+	(void)m; (void)a; (void)l;
+	return true;
+}
+static int null_close(struct fid *f) { (void)f; return 0; }
+
+static struct fi_ops_mem_monitor null_ops = {
+	.size = sizeof(struct fi_ops_mem_monitor),
+	.start = null_start,
+	.stop = null_stop,
+	.subscribe = null_subscribe,
+	.unsubscribe = null_unsubscribe,
+	.valid = null_valid,
+};
+static struct fi_ops null_fid_ops = { .size = sizeof(struct fi_ops), .close = null_close };
+static struct fid_mem_monitor null_monitor = {
+	.fid = { .fclass = FI_CLASS_MEM_MONITOR, .ops = &null_fid_ops },
+	.export_ops = &null_ops,
+};
+
+__attribute__((constructor)) static void null_monitor_preload(void)
+{
+	int r = fi_import(FI_VERSION(1, 13), "mr_cache", NULL, 0, 0, &null_monitor.fid, NULL);
+
+	if (r)
+		fprintf(stderr, "null-monitor-preload[%d]: fi_import failed: %s\n",
+			(int)getpid(), fi_strerror(-r));
+	else if (getenv("NULL_MONITOR_VERBOSE"))
+		fprintf(stderr, "null-monitor-preload[%d]: active\n", (int)getpid());
+}
