@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <ucm/api/ucm.h>
 #include <ucs/memory/rcache.h>
@@ -220,10 +221,31 @@ static void atfork_child(void)
 	atomic_store(&g.slow, SLOW_FORCE);
 }
 
+/* UMMUNOT_UCX_STATS=1: one line of statistics on stderr at exit. */
+static void print_stats(void)
+{
+	struct ummunot_ucx_stats st;
+
+	ummunot_ucx_stats(&st, sizeof(st));
+	fprintf(stderr, "libummunot-ucx: pid %ld: active %u, blind %u, rcaches %llu, "
+		"watched %llu, unwatched %llu, watch-errors %llu, syncs %llu, events %llu, "
+		"overflows %llu, invalidate-all %llu, forks %llu\n",
+		(long)getpid(), st.active, st.blind,
+		(unsigned long long)st.rcaches, (unsigned long long)st.watched,
+		(unsigned long long)st.unwatched, (unsigned long long)st.watch_errors,
+		(unsigned long long)st.syncs, (unsigned long long)st.events,
+		(unsigned long long)st.overflows, (unsigned long long)st.invalidate_all,
+		(unsigned long long)st.forks);
+}
+
 static void start(void)
 {
-	struct ummunot_monitor *m = open_monitor();
+	const char *e = getenv("UMMUNOT_UCX_STATS");
+	struct ummunot_monitor *m;
 
+	if (e && *e && strcmp(e, "0"))
+		atexit(print_stats);
+	m = open_monitor();
 	if (!m)
 		return;		/* passive: UCX as configured */
 	atomic_store(&g.mon, m);

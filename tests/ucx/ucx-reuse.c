@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * UCX alone (ucp tag matching over rc_verbs on rxe0, one process, two
- * workers): a 1 MiB send buffer is reused at the same address after five
+ * workers): a 1 MiB send buffer is reused at the same address after six
  * kinds of change, and every receive is checked against what the sender
  * wrote.  A registration UCX's cache did not invalidate makes the
  * receiver's RDMA read fetch the previous iteration's pages: "stale".
+ *
+ * A sixth row, syscall-munmap, unmaps and maps by syscall(2) instead
+ * of libc: UCX's own hooks cannot see it.
  *
  * Usage: ucx-reuse [--external] [--adapter|--no-adapter]
  *                  --expect clean|stale [--pattern NAME] [--skip NAME]
@@ -16,7 +19,8 @@
  *                 watched regions and delivered events
  *   --no-adapter  require libummunot-ucx not to be loaded
  *   --pattern, --skip  run only / all but the named pattern (munmap+mmap,
- *                 mmap-fixed, mremap, madv-dontneed, heap-trim)
+ *                 mmap-fixed, mremap, madv-dontneed, heap-trim,
+ *                 syscall-munmap); --skip may repeat
  *   --expect clean  every receive must match; stale: every pattern must
  *                 show at least one stale receive (the control can fail)
  * Exit: 0 as expected, 1 not as expected or an error.
@@ -35,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <ucm/api/ucm.h>
@@ -142,7 +147,7 @@ static void teardown(void)
 	munmap(rbuf, LEN);
 }
 
-/* ---- the five ways to get new pages at the same address ------------ */
+/* ---- the six ways to get new pages at the same address ------------ */
 
 static void *map_anon(void *at, int extra)
 {
@@ -189,6 +194,20 @@ static void *reuse_dontneed(void *a)
 	return a;
 }
 
+/* munmap and mmap by syscall(): no libc function, so no hook, sees it. */
+static void *reuse_syscall(void *a)
+{
+	void *p;
+
+	if (syscall(SYS_munmap, a, LEN))
+		die("syscall(SYS_munmap): %s", strerror(errno));
+	p = (void *)syscall(SYS_mmap, a, LEN, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (p == MAP_FAILED)
+		die("syscall(SYS_mmap): %s", strerror(errno));
+	return p;
+}
+
 /* free, malloc_trim(0) (gives the free chunk's pages back with
  * MADV_DONTNEED), malloc: the same heap chunk with new pages. */
 static void *guard;
@@ -230,6 +249,7 @@ static const struct pattern patterns[] = {
 	{ "mremap", mmap_alloc, reuse_mremap, mmap_release },
 	{ "madv-dontneed", mmap_alloc, reuse_dontneed, mmap_release },
 	{ "heap-trim", heap_alloc, reuse_heap, heap_release },
+	{ "syscall-munmap", mmap_alloc, reuse_syscall, mmap_release },
 };
 #define NPATTERNS (sizeof(patterns) / sizeof(patterns[0]))
 
@@ -274,7 +294,9 @@ int main(int argc, char **argv)
 {
 	int (*stats_fn)(struct ummunot_ucx_stats *, size_t);
 	struct ummunot_ucx_stats st;
-	const char *expect = NULL, *only = NULL, *skip = NULL;
+	const char *expect = NULL, *only = NULL, *skip[8];
+	unsigned int nskip = 0, q;
+	bool skipped;
 	bool external = false, want_adapter = false, want_none = false;
 	unsigned int iters = 6, total = 0, i, ran = 0, stale_patterns = 0;
 	unsigned int stale[NPATTERNS];
@@ -291,8 +313,8 @@ int main(int argc, char **argv)
 			expect = argv[++k];
 		else if (!strcmp(argv[k], "--pattern") && k + 1 < argc)
 			only = argv[++k];
-		else if (!strcmp(argv[k], "--skip") && k + 1 < argc)
-			skip = argv[++k];
+		else if (!strcmp(argv[k], "--skip") && k + 1 < argc && nskip < 8)
+			skip[nskip++] = argv[++k];
 		else if (!strcmp(argv[k], "--iterations") && k + 1 < argc)
 			iters = (unsigned int)strtoul(argv[++k], NULL, 0);
 		else
@@ -327,7 +349,10 @@ int main(int argc, char **argv)
 	for (i = 0; i < NPATTERNS; i++) {
 		if (only && strcmp(only, patterns[i].name))
 			continue;
-		if (skip && !strcmp(skip, patterns[i].name)) {
+		skipped = false;
+		for (q = 0; q < nskip; q++)
+			skipped |= !strcmp(skip[q], patterns[i].name);
+		if (skipped) {
 			printf("%-14s skipped (--skip)\n", patterns[i].name);
 			continue;
 		}
@@ -339,8 +364,7 @@ int main(int argc, char **argv)
 	}
 	teardown();
 	if (!ran)
-		die("no pattern to run (--pattern '%s', --skip '%s')", only ? only : "",
-		    skip ? skip : "");
+		die("no pattern to run (--pattern '%s', %u --skip)", only ? only : "", nskip);
 
 	if (stats_fn) {
 		stats_fn(&st, sizeof(st));
