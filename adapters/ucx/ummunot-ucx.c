@@ -175,15 +175,27 @@ static void invalidate_all(void)
 
 static struct ummunot_monitor *open_monitor(void)
 {
+	const char *e = getenv("UMMUNOT_UCX_RING_ENTRIES");
 	struct ummunot_monitor_attr attr;
 	struct ummunot_monitor *m = NULL;
 	int r;
 
 	memset(&attr, 0, sizeof(attr));
-	/* One event per watched region at most before the next drain;
-	 * overflow is handled (resync, drop everything) but costs every
-	 * registration. */
-	attr.ring_entries = 0;
+	/* 0: the module's default.  One event per watched region at most
+	 * before the next drain; overflow is handled (resync, drop
+	 * everything) but costs every registration. */
+	if (e && *e) {
+		char *end;
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(e, &end, 0);
+		if (errno || *end || !v || v > UINT32_MAX)
+			fprintf(stderr, "libummunot-ucx: ignoring UMMUNOT_UCX_RING_ENTRIES='%s' "
+				"(expected a number of ring entries)\n", e);
+		else
+			attr.ring_entries = (uint32_t)v;
+	}
 	r = ummunot_monitor_open(&attr, &m);
 	if (r) {
 		fprintf(stderr, "libummunot-ucx: cannot open /dev/ummunot: %s; %s\n",
