@@ -94,6 +94,7 @@ static struct {
 	_Atomic int blind;
 	_Atomic(struct ummunot_monitor *) mon;
 	struct ummunot_monitor *stale_mon;	/* the parent's, in a child */
+	int need_open;			/* a child's monitor is not open yet */
 	_Atomic unsigned int slow;
 	uint64_t epoch;			/* under ring_lock; never 0 */
 
@@ -210,27 +211,43 @@ static struct ummunot_monitor *open_monitor(void)
 }
 
 /*
- * In a forked child (single-threaded here; libummunot's own child handler,
- * installed by the first monitor open, ran first): the inherited monitor
- * answers -ECHILD.  Open the child's own, start a new epoch (regions
- * registered by the parent are not unregistered), and invalidate
- * everything at the next lookup.
+ * In a forked child: the inherited monitor answers -ECHILD (libummunot's
+ * contract).  The child handler (single-threaded, async-signal context:
+ * it only resets state) drops it and starts a new epoch (regions the
+ * parent registered are never unregistered from here); the child's own
+ * monitor is opened at its first use of a UCX cache (a child that only
+ * execs pays nothing), and its first lookup invalidates everything.
  */
 static void atfork_child(void)
 {
-	struct ummunot_monitor *m;
-
 	pthread_mutex_init(&g.drain_lock, NULL);
 	pthread_mutex_init(&g.ring_lock, NULL);
 	pthread_mutex_init(&g.list_lock, NULL);
 	g.stale_mon = atomic_load(&g.mon);
+	atomic_store(&g.mon, NULL);
+	g.need_open = 1;
 	g.epoch++;
 	inc(&g.forks);
+	atomic_store(&g.slow, SLOW_FORCE);
+}
+
+/* ring_lock held: the child's monitor, opened on first use. */
+static struct ummunot_monitor *child_monitor_locked(void)
+{
+	struct ummunot_monitor *m;
+
+	if (!g.need_open)
+		return atomic_load(&g.mon);
+	g.need_open = 0;
+	if (g.stale_mon) {
+		ummunot_monitor_close(g.stale_mon);	/* frees the child's copy */
+		g.stale_mon = NULL;
+	}
 	m = open_monitor();
 	if (!m)
 		atomic_store(&g.blind, 1);
 	atomic_store(&g.mon, m);
-	atomic_store(&g.slow, SLOW_FORCE);
+	return m;
 }
 
 /* UMMUNOT_UCX_STATS=1: one line of statistics on stderr at exit. */
@@ -281,15 +298,13 @@ static void drain_locked(void)
 	 * here, acquire fence after its changed()), and waits for us. */
 	atomic_fetch_or_explicit(&g.slow, SLOW_BUSY, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
+	pthread_mutex_lock(&g.ring_lock);
+	m = child_monitor_locked();
+	pthread_mutex_unlock(&g.ring_lock);
 	if (atomic_load(&g.slow) & SLOW_FORCE) {
-		if (g.stale_mon) {
-			ummunot_monitor_close(g.stale_mon);	/* the child's copy */
-			g.stale_mon = NULL;
-		}
 		invalidate_all();
 		atomic_fetch_and(&g.slow, ~SLOW_FORCE);
 	}
-	m = atomic_load(&g.mon);
 	if (!m) {
 		/* Blind: nothing watches UCX's regions. */
 		invalidate_all();
@@ -360,7 +375,7 @@ static ucs_status_t wrap_mem_reg(void *context, ucs_rcache_t *rcache, void *arg,
 	t->epoch = 0;
 	/* Watch before UCX pins: a change after this point is reported. */
 	pthread_mutex_lock(&g.ring_lock);
-	m = atomic_load(&g.mon);
+	m = child_monitor_locked();
 	if (m) {
 		ret = ummunot_monitor_register(m, &r, 1, NULL);
 		if (!ret) {
