@@ -17,37 +17,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_ext.h>
 
-static int null_start(struct fid_mem_monitor *m) { (void)m; return 0; }
-static void null_stop(struct fid_mem_monitor *m) { (void)m; }
-static int null_subscribe(struct fid_mem_monitor *m, const void *a, size_t l)
-{
-	(void)m; (void)a; (void)l;
-	return 0;
-}
-static void null_unsubscribe(struct fid_mem_monitor *m, const void *a, size_t l)
-{
-	(void)m; (void)a; (void)l;
-}
-static bool null_valid(struct fid_mem_monitor *m, const void *a, size_t l)
-{
-	(void)m; (void)a; (void)l;
-	return true;
-}
-static int null_close(struct fid *f) { (void)f; return 0; }
-
-static struct fi_ops_mem_monitor null_ops = {
-	.size = sizeof(struct fi_ops_mem_monitor),
-	.start = null_start,
-	.stop = null_stop,
-	.subscribe = null_subscribe,
-	.unsubscribe = null_unsubscribe,
-	.valid = null_valid,
-};
-static struct fi_ops null_fid_ops = { .size = sizeof(struct fi_ops), .close = null_close };
-static struct fid_mem_monitor null_monitor = {
-	.fid = { .fclass = FI_CLASS_MEM_MONITOR, .ops = &null_fid_ops },
-	.export_ops = &null_ops,
-};
+#include "null-monitor.h"
 
 __attribute__((constructor)) static void null_monitor_preload(void)
 {
