@@ -136,36 +136,7 @@ static unsigned long parse_num(const char *arg, const char *opt, unsigned long m
 	return v;
 }
 
-/* The 8-byte words of a buffer filled for (iteration, tag): never 0. */
-static inline uint64_t word(uint64_t seed, size_t i)
-{
-	uint64_t x = seed * 0x9e3779b97f4a7c15ull + i * 0xbf58476d1ce4e5b9ull + 1;
-
-	x ^= x >> 31;
-	return x | 1;
-}
-
-static void fill(void *buf, size_t len, uint64_t seed)
-{
-	uint64_t *w = buf;
-
-	for (size_t i = 0; i < len / 8; i++)
-		w[i] = word(seed, i);
-}
-
-static bool matches(const void *buf, size_t len, uint64_t seed)
-{
-	const uint64_t *w = buf;
-
-	for (size_t i = 0; i < len / 8; i++)
-		if (w[i] != word(seed, i))
-			return false;
-	return true;
-}
-
-/* Seeds: the data of iteration i, and the receiver's fill before it. */
-#define DATA(i)		((uint64_t)(i) * 2 + 0x1000)
-#define BEFORE(i)	((uint64_t)(i) * 2 + 0x1001)
+#include "stale-pattern.h"
 
 /* ------------------------------------------------------------------ */
 /* New memory at the same address                                      */
