@@ -122,6 +122,86 @@ static void ummunot_chain_free(struct ummunot_kregion *r)
 }
 
 /*
+ * Walk the user array of batch @b in order, @chunk elements of @size bytes
+ * at a time through @buf, and call @fn on each element.  Stops at the first
+ * error of @fn (b->error_index names the element), at the first unreadable
+ * element (-EFAULT; the readable ones before it still come first) or, between
+ * chunks, on a fatal signal (-EINTR, error_index b->count: only a dying
+ * process sees it, and the batch is not applied).
+ */
+static long ummunot_batch_walk(struct ummunot_batch *b, void *buf,
+			       size_t size, u32 chunk,
+			       long (*fn)(void *arg, const void *elem),
+			       void *arg)
+{
+	const char __user *uarray = u64_to_user_ptr(b->ptr);
+	u32 i, j, n, full;
+	long ret;
+
+	for (i = 0; i < b->count; i += n) {
+		unsigned long left;
+
+		n = min_t(u32, b->count - i, chunk);
+		left = copy_from_user(buf, uarray + (size_t)i * size, n * size);
+		full = n - DIV_ROUND_UP(left, size);
+		for (j = 0; j < full; j++) {
+			b->error_index = i + j;
+			ret = fn(arg, (const char *)buf + j * size);
+			if (ret)
+				return ret;
+		}
+		if (left) {
+			b->error_index = i + full;
+			return -EFAULT;
+		}
+		if (fatal_signal_pending(current)) {
+			b->error_index = b->count;
+			return -EINTR;
+		}
+		cond_resched();
+	}
+	return 0;
+}
+
+/* A chain of regions being built in batch order. */
+struct ummunot_chain {
+	struct ummunot_ctx *ctx;
+	struct ummunot_kregion **tail;
+	bool unique;		/* UNREGISTER: naming a region twice fails */
+};
+
+static void ummunot_chain_add(struct ummunot_chain *c,
+			      struct ummunot_kregion *r)
+{
+	r->next = NULL;
+	*c->tail = r;
+	c->tail = &r->next;
+}
+
+/* REGISTER: check one element and allocate its region. */
+static long ummunot_register_one(void *arg, const void *elem)
+{
+	const struct ummunot_region *ur = elem;
+	struct ummunot_chain *c = arg;
+	struct ummunot_kregion *r;
+	int ret;
+
+	ret = ummunot_region_check(ur);
+	if (ret)
+		return ret;
+	r = kmem_cache_zalloc(ummunot_kregion_cache, GFP_KERNEL_ACCOUNT);
+	if (!r)
+		return -ENOMEM;
+	r->ctx = c->ctx;
+	r->cookie = ur->cookie;
+	/* Stashed in the notifier's fields until inserted. */
+	r->mni.interval_tree.start = ur->start;
+	r->mni.interval_tree.last = ur->start + ur->length - 1;
+	ummunot_chain_add(c, r);
+	return 0;
+}
+
+/*
  * REGISTER phase 1, without ctx->lock: copy and validate the array through
  * @buf, allocate a region per element and chain them in order on *@headp.
  * On error *@headp holds what was allocated and b->error_index the element.
@@ -131,50 +211,10 @@ static long ummunot_register_prepare(struct ummunot_ctx *ctx,
 				     struct ummunot_region *buf,
 				     struct ummunot_kregion **headp)
 {
-	struct ummunot_region __user *uregs = u64_to_user_ptr(b->ptr);
-	struct ummunot_kregion **tail = headp;
-	u32 i, j, n, full;
-	long ret;
+	struct ummunot_chain c = { .ctx = ctx, .tail = headp };
 
-	for (i = 0; i < b->count; i += n) {
-		unsigned long left;
-
-		n = min_t(u32, b->count - i, UMMUNOT_REGION_CHUNK);
-		left = copy_from_user(buf, &uregs[i], n * sizeof(*buf));
-		/* Elements before the fault still come first. */
-		full = n - DIV_ROUND_UP(left, sizeof(*buf));
-		for (j = 0; j < full; j++) {
-			const struct ummunot_region *ur = &buf[j];
-			struct ummunot_kregion *r;
-
-			b->error_index = i + j;
-			ret = ummunot_region_check(ur);
-			if (ret)
-				return ret;
-			r = kmem_cache_zalloc(ummunot_kregion_cache,
-					      GFP_KERNEL_ACCOUNT);
-			if (!r)
-				return -ENOMEM;
-			r->ctx = ctx;
-			r->cookie = ur->cookie;
-			/* Stashed in the notifier's fields until inserted. */
-			r->mni.interval_tree.start = ur->start;
-			r->mni.interval_tree.last = ur->start + ur->length - 1;
-			*tail = r;
-			tail = &r->next;
-		}
-		if (left) {
-			b->error_index = i + full;
-			return -EFAULT;
-		}
-		/* Only a dying process sees this (the batch is not applied). */
-		if (fatal_signal_pending(current)) {
-			b->error_index = b->count;
-			return -EINTR;
-		}
-		cond_resched();
-	}
-	return 0;
+	return ummunot_batch_walk(b, buf, sizeof(*buf), UMMUNOT_REGION_CHUNK,
+				  ummunot_register_one, &c);
 }
 
 /* Count @count new, armed regions. */
@@ -394,56 +434,38 @@ static void ummunot_region_destroy(struct ummunot_ctx *ctx,
 	kmem_cache_free(ummunot_kregion_cache, r);
 }
 
+/* UNREGISTER and REARM: look one handle up and chain its region. */
+static long ummunot_handle_one(void *arg, const void *elem)
+{
+	struct ummunot_chain *c = arg;
+	struct ummunot_kregion *r;
+
+	r = ummunot_region_lookup(c->ctx, *(const u64 *)elem);
+	if (!r)
+		return -ENOENT;
+	if (r->marked)
+		return c->unique ? -EINVAL : 0;
+	r->marked = true;
+	ummunot_chain_add(c, r);
+	return 0;
+}
+
 /*
  * Copy the handles of an UNREGISTER or REARM batch through @buf
- * (UMMUNOT_HANDLE_STACK handles) and chain
- * the regions they name on *@headp (->marked set).  With @unique, naming a
- * region twice is an error; otherwise the repeat is skipped.  On error
- * b->error_index says which element; the chain holds what was resolved.
+ * (UMMUNOT_HANDLE_STACK handles) and chain the regions they name on
+ * *@headp (->marked set).  With @unique, naming a region twice is an error;
+ * otherwise the repeat is skipped.  On error b->error_index says which
+ * element; the chain holds what was resolved.
  */
 static long ummunot_handles_resolve(struct ummunot_ctx *ctx,
 				    struct ummunot_batch *b, bool unique,
 				    u64 *buf, struct ummunot_kregion **headp)
 {
-	u64 __user *uhandles = u64_to_user_ptr(b->ptr);
-	struct ummunot_kregion **tail = headp;
-	u32 i, j, n, full;
+	struct ummunot_chain c = { .ctx = ctx, .tail = headp, .unique = unique };
 
 	lockdep_assert_held(&ctx->lock);
-	for (i = 0; i < b->count; i += n) {
-		unsigned long left;
-
-		n = min_t(u32, b->count - i, UMMUNOT_HANDLE_STACK);
-		left = copy_from_user(buf, &uhandles[i], n * sizeof(*buf));
-		full = n - DIV_ROUND_UP(left, sizeof(*buf));
-		for (j = 0; j < full; j++) {
-			struct ummunot_kregion *r;
-
-			b->error_index = i + j;
-			r = ummunot_region_lookup(ctx, buf[j]);
-			if (!r)
-				return -ENOENT;
-			if (r->marked) {
-				if (unique)
-					return -EINVAL;
-				continue;
-			}
-			r->marked = true;
-			r->next = NULL;
-			*tail = r;
-			tail = &r->next;
-		}
-		if (left) {
-			b->error_index = i + full;
-			return -EFAULT;
-		}
-		if (fatal_signal_pending(current)) {
-			b->error_index = b->count;
-			return -EINTR;
-		}
-		cond_resched();
-	}
-	return 0;
+	return ummunot_batch_walk(b, buf, sizeof(*buf), UMMUNOT_HANDLE_STACK,
+				  ummunot_handle_one, &c);
 }
 
 static void ummunot_chain_unmark(struct ummunot_kregion *r)
