@@ -52,7 +52,6 @@
 #include <unistd.h>
 
 enum op { OP_SEND, OP_PUT, OP_GET };
-enum reuse { RE_MUNMAP, RE_FIXED, RE_MREMAP, RE_DONTNEED, RE_FREE, RE_SYSCALL };
 
 static const char *const op_names[] = { "send", "put", "get" };
 static const char *const reuse_names[] = {
@@ -137,6 +136,9 @@ static unsigned long parse_num(const char *arg, const char *opt, unsigned long m
 }
 
 #include "stale-pattern.h"
+#include "same-address.h"
+
+#define RE_FREE RE_ALLOC	/* free() and malloc() again */
 
 /* ------------------------------------------------------------------ */
 /* New memory at the same address                                      */
@@ -144,16 +146,6 @@ static unsigned long parse_num(const char *arg, const char *opt, unsigned long m
 
 static size_t page;
 static void *moved;		/* mremap: where the old pages went */
-
-static void *map_at(void *at, size_t len, int flags)
-{
-	void *p = mmap(at, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
-
-	if (p == MAP_FAILED)
-		die("mmap(%p, %zu): %s", at, len, strerror(errno));
-	return p;
-}
 
 static void *first_alloc(enum reuse how, size_t len)
 {
@@ -173,51 +165,15 @@ static void *first_alloc(enum reuse how, size_t len)
  */
 static void *renew(enum reuse how, void *old, size_t len)
 {
-	void *p = NULL, *hole;
-	long r;
+	void *p;
 
-	switch (how) {
-	case RE_MUNMAP:
-		if (munmap(old, len))
-			die("munmap: %s", strerror(errno));
-		p = map_at(old, len, 0);
-		break;
-	case RE_FIXED:
-		p = map_at(old, len, MAP_FIXED);
-		break;
-	case RE_MREMAP:
-		if (moved && munmap(moved, len))
-			die("munmap: %s", strerror(errno));
-		/* A reserved hole to move into, so the move cannot land on old. */
-		hole = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (hole == MAP_FAILED)
-			die("mmap(PROT_NONE): %s", strerror(errno));
-		moved = mremap(old, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, hole);
-		if (moved != hole)
-			die("mremap(%p -> %p): %s", old, hole, strerror(errno));
-		p = map_at(old, len, MAP_FIXED);
-		break;
-	case RE_DONTNEED:
-		if (madvise(old, len, MADV_DONTNEED))
-			die("madvise(MADV_DONTNEED): %s", strerror(errno));
-		p = old;
-		break;
-	case RE_FREE:
+	if (how == RE_FREE) {
 		free(old);
 		p = malloc(len);
 		if (!p)
 			die("malloc(%zu) failed", len);
-		break;
-	case RE_SYSCALL:
-		r = syscall(SYS_munmap, old, len);
-		if (r)
-			die("syscall(SYS_munmap): %s", strerror(errno));
-		r = syscall(SYS_mmap, old, len, PROT_READ | PROT_WRITE,
-			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (r == -1)
-			die("syscall(SYS_mmap): %s", strerror(errno));
-		p = (void *)r;
-		break;
+	} else {
+		p = renew_mapping(how, old, len, &moved);
 	}
 	if (p != old)
 		die("--reuse %s: the new buffer is at %p, not at the old address %p",

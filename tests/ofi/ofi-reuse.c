@@ -70,7 +70,6 @@
 
 #include <ummunot/ofi.h>
 
-enum reuse { RE_MUNMAP, RE_FIXED, RE_MREMAP, RE_DONTNEED, RE_HEAP, RE_SYSCALL };
 static const char *const reuse_names[] = {
 	"munmap", "fixed", "mremap", "dontneed", "heap", "syscall",
 };
@@ -129,17 +128,11 @@ static int pick(const char *v, const char *const *names, int n, const char *opt)
 /* Buffers                                                             */
 /* ------------------------------------------------------------------ */
 
+#include "same-address.h"
+
+#define RE_HEAP RE_ALLOC	/* free(), malloc_trim(0), malloc() again */
+
 static void *moved[2];
-
-static void *map_at(void *at, size_t len, int flags)
-{
-	void *p = mmap(at, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
-
-	if (p == MAP_FAILED)
-		die("mmap(%p, %zu): %s", at, len, strerror(errno));
-	return p;
-}
 
 /* Heap buffers: the two are allocated together, the top of the heap. */
 static char *heap_block;
@@ -193,49 +186,14 @@ static void renew_heap(size_t len)
 
 static void *renew(enum reuse how, void *old, size_t len, int which)
 {
-	void *p = NULL, *hole;
-	long r;
+	void *p;
 
-	switch (how) {
-	case RE_MUNMAP:
-		if (munmap(old, len))
-			die("munmap: %s", strerror(errno));
-		p = map_at(old, len, 0);
-		break;
-	case RE_FIXED:
-		p = map_at(old, len, MAP_FIXED);
-		break;
-	case RE_MREMAP:
-		if (moved[which] && munmap(moved[which], len))
-			die("munmap: %s", strerror(errno));
-		hole = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (hole == MAP_FAILED)
-			die("mmap(PROT_NONE): %s", strerror(errno));
-		moved[which] = mremap(old, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, hole);
-		if (moved[which] != hole)
-			die("mremap(%p -> %p): %s", old, hole, strerror(errno));
-		p = map_at(old, len, MAP_FIXED);
-		break;
-	case RE_DONTNEED:
-		if (madvise(old, len, MADV_DONTNEED))
-			die("madvise(MADV_DONTNEED): %s", strerror(errno));
-		p = old;
-		break;
-	case RE_HEAP:
+	if (how == RE_HEAP) {
 		if (which == 0)
 			renew_heap(len);
 		p = heap_block + which * len;
-		break;
-	case RE_SYSCALL:
-		r = syscall(SYS_munmap, old, len);
-		if (r)
-			die("syscall(SYS_munmap): %s", strerror(errno));
-		r = syscall(SYS_mmap, old, len, PROT_READ | PROT_WRITE,
-			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (r == -1)
-			die("syscall(SYS_mmap): %s", strerror(errno));
-		p = (void *)r;
-		break;
+	} else {
+		p = renew_mapping(how, old, len, &moved[which]);
 	}
 	if (p != old)
 		die("--reuse %s: new memory at %p, not at the old address %p",
