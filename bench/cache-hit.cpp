@@ -45,6 +45,8 @@
 extern "C" {
 #include <ucm/api/ucm.h>
 #include <ucs/memory/rcache.h>
+
+#include "noop-rcache.h"
 }
 
 namespace {
@@ -204,30 +206,6 @@ void BM_ummunot(benchmark::State &state)
 /* UCX ucs_rcache                                                   */
 /* ---------------------------------------------------------------- */
 
-struct ucx_region {
-	ucs_rcache_region_t super;
-	std::uint32_t lkey;
-};
-
-std::atomic<std::uint64_t> ucx_regs{0};
-
-ucs_status_t ucx_mem_reg(void *, ucs_rcache_t *, void *, ucs_rcache_region_t *r,
-			 uint16_t)
-{
-	reinterpret_cast<ucx_region *>(r)->lkey = 1;
-	ucx_regs++;
-	return UCS_OK;
-}
-
-void ucx_mem_dereg(void *, ucs_rcache_t *, ucs_rcache_region_t *) {}
-
-void ucx_dump(void *, ucs_rcache_t *, ucs_rcache_region_t *, char *buf, size_t max)
-{
-	std::snprintf(buf, max, "bench");
-}
-
-const ucs_rcache_ops_t ucx_ops = {ucx_mem_reg, ucx_mem_dereg, ucx_dump};
-
 ucs_rcache_t *ucx_cache;
 
 ucs_status_t ucx_create(ucs_rcache_t **out)
@@ -238,24 +216,11 @@ ucs_status_t ucx_create(ucs_rcache_t **out)
 			     "patch libc in this process)\n");
 		std::exit(2);
 	}
-	ucs_rcache_params_t p{};
-	p.region_struct_size = sizeof(ucx_region);
-	p.alignment = UCS_RCACHE_MIN_ALIGNMENT;
-	p.max_alignment = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-	p.ucm_events = UCM_EVENT_VM_UNMAPPED;
-	p.ucm_event_priority = 1000;
-	p.ops = &ucx_ops;
-	p.context = nullptr;
-	p.flags = 0;
-	p.max_regions = ULONG_MAX;
-	p.max_size = SIZE_MAX;
-	p.max_unreleased = SIZE_MAX;
-	ucs_status_t s = ucs_rcache_create(&p, "bench", nullptr, out);
+	ucs_status_t s = noop_rcache_create("bench", UCM_EVENT_VM_UNMAPPED, out);
 	if (s != UCS_OK) {
 		// UCX 1.13 refuses an event handler when events are off; the
 		// cache itself (what a hit exercises) is the same without it.
-		p.ucm_events = 0;
-		s = ucs_rcache_create(&p, "bench", nullptr, out);
+		s = noop_rcache_create("bench", 0, out);
 	}
 	return s;
 }
@@ -267,7 +232,7 @@ void ucx_setup(const benchmark::State &)
 		std::fprintf(stderr, "cache-hit: ucs_rcache_create: %d\n", (int)s);
 		std::exit(1);
 	}
-	ucx_regs = 0;
+	noop_rcache_regs = 0;
 	for (std::size_t i = 0; i < nr_regions; i++) {
 		ucs_rcache_region_t *r;
 		s = ucs_rcache_get(ucx_cache, the_arena().region(i), region_len,
@@ -282,9 +247,9 @@ void ucx_setup(const benchmark::State &)
 
 void ucx_teardown(const benchmark::State &)
 {
-	if (ucx_regs != nr_regions) {
+	if (noop_rcache_regs != nr_regions) {
 		std::fprintf(stderr, "cache-hit: ucx: %llu registrations (expected %zu)\n",
-			     (unsigned long long)ucx_regs.load(), nr_regions);
+			     (unsigned long long)noop_rcache_regs, nr_regions);
 		failures++;
 	}
 	ucs_rcache_destroy(ucx_cache);

@@ -40,9 +40,7 @@
 #include "fake_device.hpp"
 #include "internal.hpp"
 
-extern "C" {
-#include <ucs/memory/rcache.h>
-}
+#include "noop-rcache.h"
 
 namespace {
 
@@ -82,26 +80,6 @@ int noop_reg(void *, void *addr, size_t, int, void *, void **mr, uint32_t *lkey,
 int noop_dereg(void *, void *, void *) { return 0; }
 
 const ummunot_cache_ops noop_ops = {sizeof(ummunot_cache_ops), noop_reg, noop_dereg};
-
-struct ucx_region {
-	ucs_rcache_region_t super;
-	std::uint32_t lkey;
-};
-
-ucs_status_t ucx_mem_reg(void *, ucs_rcache_t *, void *, ucs_rcache_region_t *r, uint16_t)
-{
-	reinterpret_cast<ucx_region *>(r)->lkey = 1;
-	return UCS_OK;
-}
-
-void ucx_mem_dereg(void *, ucs_rcache_t *, ucs_rcache_region_t *) {}
-
-void ucx_dump(void *, ucs_rcache_t *, ucs_rcache_region_t *, char *buf, size_t max)
-{
-	std::snprintf(buf, max, "bench");
-}
-
-const ucs_rcache_ops_t ucx_ops = {ucx_mem_reg, ucx_mem_dereg, ucx_dump};
 
 void ucx_inv_done(void *) {}
 
@@ -191,18 +169,8 @@ int main(int argc, char **argv)
 		pt.u_fill = (now_ns() - t) / n;
 
 		// UCX
-		ucs_rcache_params_t prm{};
-		prm.region_struct_size = sizeof(ucx_region);
-		prm.alignment = UCS_RCACHE_MIN_ALIGNMENT;
-		prm.max_alignment = 4096;
-		prm.ucm_events = 0;
-		prm.ucm_event_priority = 1000;
-		prm.ops = &ucx_ops;
-		prm.max_regions = ULONG_MAX;
-		prm.max_size = SIZE_MAX;
-		prm.max_unreleased = SIZE_MAX;
 		ucs_rcache_t *uc;
-		if (ucs_rcache_create(&prm, "bench", nullptr, &uc) != UCS_OK)
+		if (noop_rcache_create("bench", 0, &uc) != UCS_OK)
 			die("ucs_rcache_create", EINVAL);
 		t = now_ns();
 		for (std::size_t i = 0; i < n; i++) {

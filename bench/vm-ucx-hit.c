@@ -23,26 +23,7 @@
 #include <ucs/memory/rcache.h>
 
 #include "bench-util.h"
-
-static ucs_status_t reg(void *c, ucs_rcache_t *rc, void *arg, ucs_rcache_region_t *r,
-			uint16_t flags)
-{
-	(void)c; (void)rc; (void)arg; (void)r; (void)flags;
-	return UCS_OK;
-}
-
-static void dereg(void *c, ucs_rcache_t *rc, ucs_rcache_region_t *r)
-{
-	(void)c; (void)rc; (void)r;
-}
-
-static void dump(void *c, ucs_rcache_t *rc, ucs_rcache_region_t *r, char *buf, size_t max)
-{
-	(void)c; (void)rc; (void)r;
-	snprintf(buf, max, "bench");
-}
-
-static const ucs_rcache_ops_t ops = { reg, dereg, dump };
+#include "noop-rcache.h"
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -55,7 +36,6 @@ int main(int argc, char **argv)
 {
 	const size_t len = 1 << 20;
 	unsigned int batches = 31, per = 200000, b, i;
-	ucs_rcache_params_t p;
 	ucs_rcache_t *rc;
 	ucs_rcache_region_t *r;
 	double v[31];
@@ -71,17 +51,7 @@ int main(int argc, char **argv)
 	if (buf == MAP_FAILED)
 		bu_die("mmap failed");
 	memset(buf, 1, len);
-	memset(&p, 0, sizeof(p));
-	p.region_struct_size = sizeof(ucs_rcache_region_t);
-	p.alignment = UCS_RCACHE_MIN_ALIGNMENT;
-	p.max_alignment = (size_t)sysconf(_SC_PAGESIZE);
-	p.ucm_events = UCM_EVENT_VM_UNMAPPED;
-	p.ucm_event_priority = 1000;
-	p.ops = &ops;
-	p.max_regions = ULONG_MAX;
-	p.max_size = SIZE_MAX;
-	p.max_unreleased = SIZE_MAX;
-	if (ucs_rcache_create(&p, "bench", NULL, &rc) != UCS_OK)
+	if (noop_rcache_create("bench", UCM_EVENT_VM_UNMAPPED, &rc) != UCS_OK)
 		bu_die("ucs_rcache_create failed (UCX's memory events unavailable?)");
 	if (ucs_rcache_get(rc, buf, len, PROT_READ | PROT_WRITE, NULL, &r) != UCS_OK)
 		bu_die("ucs_rcache_get (miss) failed");

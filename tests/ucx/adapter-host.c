@@ -28,34 +28,12 @@
 #include <ucm/api/ucm.h>
 #include <ucs/memory/rcache.h>
 
+#include "noop-rcache.h"
 #include "ummunot-ucx.h"
-
-static unsigned int regs;
-
-static ucs_status_t reg(void *c, ucs_rcache_t *rc, void *arg, ucs_rcache_region_t *r,
-			uint16_t flags)
-{
-	(void)c; (void)rc; (void)arg; (void)r; (void)flags;
-	regs++;
-	return UCS_OK;
-}
-
-static void dereg(void *c, ucs_rcache_t *rc, ucs_rcache_region_t *r)
-{
-	(void)c; (void)rc; (void)r;
-}
-
-static void dump(void *c, ucs_rcache_t *rc, ucs_rcache_region_t *r, char *buf, size_t max)
-{
-	(void)c; (void)rc; (void)r;
-	snprintf(buf, max, "test");
-}
-
-static const ucs_rcache_ops_t ops = { reg, dereg, dump };
 
 #define FAIL(...) do { printf("FAIL: " __VA_ARGS__); putchar('\n'); exit(1); } while (0)
 
-/* munmap + mmap at the same address, then one get: returns regs after. */
+/* munmap + mmap at the same address, then one get: returns the registrations after. */
 static char *renew(ucs_rcache_t *rc, char *buf, size_t len, int fill)
 {
 	ucs_rcache_region_t *r;
@@ -77,7 +55,7 @@ static void fork_check(int (*stats_fn)(struct ummunot_ucx_stats *, size_t),
 {
 	struct ummunot_ucx_stats before, st;
 	ucs_rcache_region_t *r;
-	unsigned int r0 = regs;
+	unsigned int r0 = noop_rcache_regs;
 	int status;
 	pid_t pid;
 
@@ -90,12 +68,12 @@ static void fork_check(int (*stats_fn)(struct ummunot_ucx_stats *, size_t),
 		if (ucs_rcache_get(rc, buf, len, PROT_READ | PROT_WRITE, NULL, &r) != UCS_OK)
 			FAIL("child: ucs_rcache_get failed");
 		ucs_rcache_region_put(rc, r);
-		if (regs != r0 + 1)
+		if (noop_rcache_regs != r0 + 1)
 			FAIL("child: the parent's cached range was not invalidated (%u registrations, expected %u)",
-			     regs, r0 + 1);
+			     noop_rcache_regs, r0 + 1);
 		buf = renew(rc, buf, len, 3);
-		if (regs != r0 + 2)
-			FAIL("child: its own munmap was not seen (%u registrations, expected %u)", regs, r0 + 2);
+		if (noop_rcache_regs != r0 + 2)
+			FAIL("child: its own munmap was not seen (%u registrations, expected %u)", noop_rcache_regs, r0 + 2);
 		stats_fn(&st, sizeof(st));
 		printf("child: forks %llu, blind %u, invalidate-all %llu, events %llu (parent had %llu)\n",
 		       (unsigned long long)st.forks, st.blind, (unsigned long long)st.invalidate_all,
@@ -109,9 +87,9 @@ static void fork_check(int (*stats_fn)(struct ummunot_ucx_stats *, size_t),
 		FAIL("the child failed (status %#x)", status);
 	renew(rc, buf, len, 4);
 	stats_fn(&st, sizeof(st));
-	if (regs != r0 + 1 || st.forks || st.events <= before.events)
+	if (noop_rcache_regs != r0 + 1 || st.forks || st.events <= before.events)
 		FAIL("parent after fork: %u registrations (expected %u), forks %llu, events %llu -> %llu",
-		     regs, r0 + 1, (unsigned long long)st.forks, (unsigned long long)before.events,
+		     noop_rcache_regs, r0 + 1, (unsigned long long)st.forks, (unsigned long long)before.events,
 		     (unsigned long long)st.events);
 	printf("fork: child and parent both correct\n");
 }
@@ -122,7 +100,6 @@ int main(int argc, char **argv)
 	int (*stats_fn)(struct ummunot_ucx_stats *, size_t);
 	struct ummunot_ucx_stats st;
 	const size_t len = 1 << 20;
-	ucs_rcache_params_t p;
 	ucs_rcache_region_t *r;
 	ucs_rcache_t *rc;
 	unsigned int i;
@@ -145,25 +122,15 @@ int main(int argc, char **argv)
 	if (buf == MAP_FAILED)
 		FAIL("mmap: %s", strerror(errno));
 	memset(buf, 1, len);
-	memset(&p, 0, sizeof(p));
-	p.region_struct_size = sizeof(ucs_rcache_region_t);
-	p.alignment = UCS_RCACHE_MIN_ALIGNMENT;
-	p.max_alignment = (size_t)sysconf(_SC_PAGESIZE);
-	p.ucm_events = UCM_EVENT_VM_UNMAPPED;
-	p.ucm_event_priority = 1000;
-	p.ops = &ops;
-	p.max_regions = ULONG_MAX;
-	p.max_size = SIZE_MAX;
-	p.max_unreleased = SIZE_MAX;
-	if (ucs_rcache_create(&p, "adapter-host", NULL, &rc) != UCS_OK)
+	if (noop_rcache_create("adapter-host", UCM_EVENT_VM_UNMAPPED, &rc) != UCS_OK)
 		FAIL("ucs_rcache_create failed");
 	for (i = 0; i < 3; i++) {
 		if (ucs_rcache_get(rc, buf, len, PROT_READ | PROT_WRITE, NULL, &r) != UCS_OK)
 			FAIL("ucs_rcache_get failed");
 		ucs_rcache_region_put(rc, r);
 	}
-	if (regs != 1)
-		FAIL("3 gets of one range registered %u times (expected 1: the cache works)", regs);
+	if (noop_rcache_regs != 1)
+		FAIL("3 gets of one range registered %u times (expected 1: the cache works)", noop_rcache_regs);
 	/* The range changes: whoever feeds UCX (its hooks, or the adapter)
 	 * makes the next get register again. */
 	if (munmap(buf, len))
@@ -175,8 +142,8 @@ int main(int argc, char **argv)
 	if (ucs_rcache_get(rc, buf, len, PROT_READ | PROT_WRITE, NULL, &r) != UCS_OK)
 		FAIL("ucs_rcache_get after munmap failed");
 	ucs_rcache_region_put(rc, r);
-	if (regs != 2)
-		FAIL("the get after munmap+mmap registered %u times in all (expected 2)", regs);
+	if (noop_rcache_regs != 2)
+		FAIL("the get after munmap+mmap registered %u times in all (expected 2)", noop_rcache_regs);
 	if (want_fork) {
 		if (!device)
 			FAIL("--fork needs /dev/ummunot");

@@ -36,6 +36,7 @@
 #include <ucm/api/ucm.h>
 #include <ucs/memory/rcache.h>
 
+#include "noop-rcache.h"
 #include "ummunot-ucx.h"
 
 #define NBUF 128
@@ -128,7 +129,6 @@ int main(int argc, char **argv)
 	const char *expect = NULL;
 	struct ummunot_ucx_stats st;
 	pthread_t t[GETTERS];
-	ucs_rcache_params_t p;
 	unsigned int i, j, rounds;
 	int k;
 
@@ -176,17 +176,8 @@ int main(int argc, char **argv)
 		version[j] = 1;
 		*(uint64_t *)buf(j) = 1;
 	}
-	memset(&p, 0, sizeof(p));
-	p.region_struct_size = sizeof(struct treg);
-	p.alignment = UCS_RCACHE_MIN_ALIGNMENT;
-	p.max_alignment = page;
-	p.ucm_events = UCM_EVENT_VM_UNMAPPED;
-	p.ucm_event_priority = 1000;
-	p.ops = &ops;
-	p.max_regions = ULONG_MAX;
-	p.max_size = SIZE_MAX;
-	p.max_unreleased = SIZE_MAX;
-	if (ucs_rcache_create(&p, "threads", NULL, &rc) != UCS_OK)
+	if (rcache_create_unlimited("threads", sizeof(struct treg), &ops,
+				    UCM_EVENT_VM_UNMAPPED, &rc) != UCS_OK)
 		FAIL("ucs_rcache_create failed (UCX's memory events unavailable: hooks off without --external?)");
 	for (j = 0; j < NBUF; j++) {	/* everything cached once */
 		ucs_rcache_region_t *r;
