@@ -10,6 +10,18 @@ import subprocess
 import sys
 
 
+def busy(meta, threads):
+    """True when a THREADS-thread scaling figure cannot be judged: fewer
+    idle cores than threads (the 1-minute load average at the start counts
+    as busy cores)."""
+    try:
+        cpus = int(meta.get('cpus', 0))
+        load1 = float(str(meta.get('load', '')).split()[0])
+    except (TypeError, ValueError, IndexError):
+        return True
+    return cpus - load1 < threads
+
+
 def load(raw, name):
     p = os.path.join(raw, name + '.json')
     if not os.path.exists(p):
@@ -121,17 +133,24 @@ def main():
                         verdict(r1 <= 0.5, '' if r1 <= 0.5 else 'by %.1fx' % (r1 / 0.5))))
         if (('ummunot', 2) in med):
             r2 = med[('ummunot', 2)]['items_per_second'] / med[('ucx_rcache', 2)]['items_per_second']
-            targets.append(('1', '2-thread aggregate >= 10x UCX', '%.2fx' % r2,
-                            verdict(r2 >= 10, '' if r2 >= 10 else 'by %.1fx' % (10 / r2))))
+            if busy(meta, 2):
+                # Two threads that time-share busy cores measure the
+                # scheduler, not the cache (issue 11: refuse to judge).
+                targets.append(('1', '2-thread aggregate >= 10x UCX', '%.2fx' % r2,
+                                'not judged (%s cores, load %s)'
+                                % (meta.get('cpus', '?'), meta.get('load', '?'))))
+            else:
+                targets.append(('1', '2-thread aggregate >= 10x UCX', '%.2fx' % r2,
+                                verdict(r2 >= 10, '' if r2 >= 10 else 'by %.1fx' % (10 / r2))))
             grows = all(med[('ummunot', t)]['items_per_second'] >
                         1.2 * med[('ummunot', 1)]['items_per_second'] for t in threads if t > 1)
             shown = ', '.join('%d: %.2f M/s' % (t, med[('ummunot', t)]['items_per_second'] / 1e6)
                               for t in threads)
-            cpus = int(meta.get('cpus', 0) or 0)
-            if cpus and cpus <= 2:
-                # Threads time-share two (busy) cores: no variant can scale.
+            if busy(meta, max(threads)):
+                # Threads time-share busy cores: no variant can scale.
                 targets.append(('1', 'ummunot aggregate grows with threads', shown,
-                                'not judged (%d cores, load %s)' % (cpus, meta.get('load', '?'))))
+                                'not judged (%s cores, load %s)'
+                                % (meta.get('cpus', '?'), meta.get('load', '?'))))
             else:
                 targets.append(('1', 'ummunot aggregate grows with threads (>1.2x)', shown,
                                 verdict(grows, '')))
@@ -228,6 +247,25 @@ def main():
                         'worst %.2fx' % worst, verdict(worst <= 1.10, '')))
         targets.append(('4', 'zero stale hits', '%d' % rd['stale_total'],
                         verdict(rd['stale_total'] == 0, '')))
+        if rd.get('churn'):
+            w('### 4b. The same with mmap + munmap: every buffer really unmapped\n')
+            w('Each message\'s buffer is mmap\'d and munmap\'d, so every cache get is a '
+              'miss that first processes the previous buffer\'s invalidation event: '
+              'the miss + invalidation path against registering per message.\n')
+            w('| bytes | per-message reg (us) | ummunot cache (us) | preregistered (us) '
+              '| cache / per-message | stale | hits/misses | samples |')
+            w('|---|---|---|---|---|---|---|---|')
+            worst_c = 0
+            for r in rd['churn']:
+                c = 1 / r['per_message_over_ummunot']
+                worst_c = max(worst_c, c)
+                w('| %d | %.0f | %.0f | %.0f | %.2fx | %d | %d/%d | %d |'
+                  % (r['bytes'], r['per-message_ns'] / 1e3, r['ummunot_ns'] / 1e3,
+                     r['preregistered_ns'] / 1e3, c, r['stale'], r['cache_hits'],
+                     r['cache_misses'], r.get('samples_per_variant', 0)))
+            w('')
+            targets.append(('4b', 'churn: cache costs no more than registering per message',
+                            'worst %.2fx' % worst_c, 'no target (%.2fx)' % worst_c))
 
     # 5. events ------------------------------------------------------------
     ev = load(raw, 'vm-events')

@@ -1,8 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * End to end over Soft-RoCE (rxe0 in the VM): a loop that mallocs a
+ * End to end over Soft-RoCE (rxe0 in the VM): a loop that allocates a
  * buffer, stamps it, RDMA WRITEs it to a peer QP of the same process and
- * frees it, for sizes 4 KiB .. 4 MiB, three ways:
+ * frees it, for sizes 4 KiB .. 4 MiB, in two series:
+ *
+ *   "results"  malloc/free: glibc reuses the memory (its mmap threshold
+ *              rises after the first free of a large chunk), so the cache
+ *              mostly hits;
+ *   "churn"    mmap/munmap: every buffer is really unmapped after its
+ *              message, so every ummunot_cache_get() is a miss that first
+ *              processes the previous buffer's invalidation;
+ *
+ * and three ways in each:
  *
  *   per-message  ibv_reg_mr + WRITE + ibv_dereg_mr for every message
  *   ummunot      ummunot_cache_get/put on the same PD (libummunot's cache)
@@ -19,6 +28,7 @@
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -46,6 +56,33 @@ static unsigned char *target, *prereg;
 static struct ibv_mr *target_mr, *prereg_mr;
 static struct ummunot_cache *cache;
 static uint64_t seq, stale;
+
+enum series { S_MALLOC, S_CHURN, NR_SERIES };
+static const char *const sname[NR_SERIES] = {"results", "churn"};
+
+static unsigned char *buf_alloc(enum series s, size_t len)
+{
+	void *b;
+
+	if (s == S_MALLOC) {
+		b = malloc(len);
+		if (!b)
+			bu_die("malloc(%zu) failed", len);
+		return b;
+	}
+	b = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (b == MAP_FAILED)
+		bu_die("mmap(%zu): %s", len, strerror(errno));
+	return b;
+}
+
+static void buf_free(enum series s, unsigned char *b, size_t len)
+{
+	if (s == S_MALLOC)
+		free(b);
+	else if (munmap(b, len))
+		bu_die("munmap: %s", strerror(errno));
+}
 
 static void dev_open(void)
 {
@@ -169,13 +206,13 @@ static void check(size_t len)
 		stale++;
 }
 
-static void one(enum variant v, size_t len)
+static void one(enum series s, enum variant v, size_t len)
 {
 	unsigned char *b;
 
 	switch (v) {
 	case V_PER_MSG: {
-		b = malloc(len);
+		b = buf_alloc(s, len);
 		stamp(b, len);
 		struct ibv_mr *mr = ibv_reg_mr(pd, b, len, ACCESS);
 		if (!mr)
@@ -183,17 +220,17 @@ static void one(enum variant v, size_t len)
 		rdma_write(b, len, mr->lkey);
 		if (ibv_dereg_mr(mr))
 			bu_die("ibv_dereg_mr failed");
-		free(b);
+		buf_free(s, b, len);
 		break;
 	}
 	case V_CACHE: {
 		const struct ummunot_reg *reg;
-		b = malloc(len);
+		b = buf_alloc(s, len);
 		stamp(b, len);
 		BU_OK("ummunot_cache_get", ummunot_cache_get(cache, b, len, ACCESS, &reg));
 		rdma_write(b, len, reg->lkey);
 		BU_OK("ummunot_cache_put", ummunot_cache_put(cache, reg));
-		free(b);
+		buf_free(s, b, len);
 		break;
 	}
 	default:
@@ -204,36 +241,16 @@ static void one(enum variant v, size_t len)
 	check(len);
 }
 
-int main(int argc, char **argv)
+/* One series: every size, the three variants interleaved. */
+static void run_series(enum series series, int min_msgs, uint64_t budget_ns)
 {
-	bu_init("vm-rdma", argc, argv);
 	static const size_t sizes[] = {4096, 16384, 65536, 262144, 1u << 20, 4u << 20};
-	const int nsizes = 6, min_msgs = bu_quick ? 5 : 15, max_msgs = 20000;
-	/* Per size, all three variants together. */
-	const uint64_t budget_ns = bu_quick ? 4000000000ull : 12000000000ull;
-	struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
+	const int nsizes = 6, max_msgs = 20000;
 	struct ummunot_cache_stats st0, st1;
 
-	setrlimit(RLIMIT_MEMLOCK, &rl);
-	dev_open();
-	pair_create();
-	target = aligned_alloc(4096, MAX_SIZE);
-	prereg = aligned_alloc(4096, MAX_SIZE);
-	memset(target, 0, MAX_SIZE);
-	memset(prereg, 0, MAX_SIZE);
-	target_mr = ibv_reg_mr(pd, target, MAX_SIZE, ACCESS);
-	prereg_mr = ibv_reg_mr(pd, prereg, MAX_SIZE, ACCESS);
-	if (!target_mr || !prereg_mr)
-		bu_die("ibv_reg_mr: %s", strerror(errno));
-	BU_OK("ummunot_cache_create", ummunot_cache_create(pd, NULL, &cache));
-
-	bu_json_obj_begin(NULL);
-	bu_json_str("bench", "rdma");
-	bu_json_u64("min_messages", min_msgs);
-	bu_json_u64("budget_ns_per_size", budget_ns);
-	bu_json_arr_begin("results");
-	for (int s = 0; s < nsizes; s++) {
-		size_t len = sizes[s];
+	bu_json_arr_begin(sname[series]);
+	for (int i = 0; i < nsizes; i++) {
+		size_t len = sizes[i];
 		double med[NR_VARIANTS], *r[NR_VARIANTS];
 		uint64_t msgs = 0, stale0 = stale;
 		int samples = 0;
@@ -241,7 +258,7 @@ int main(int argc, char **argv)
 		BU_OK("stats", ummunot_cache_stats(cache, &st0));
 		for (int v = 0; v < NR_VARIANTS; v++) {
 			r[v] = calloc(max_msgs, sizeof(double));
-			one(v, len);			/* warm-up */
+			one(series, v, len);			/* warm-up */
 		}
 		/*
 		 * Interleave at message granularity (A B C, B C A, ...) so
@@ -254,7 +271,7 @@ int main(int argc, char **argv)
 			for (int j = 0; j < NR_VARIANTS; j++) {
 				int v = (j + k) % NR_VARIANTS;
 				uint64_t t0 = bu_now_ns();
-				one(v, len);
+				one(series, v, len);
 				r[v][k] = (double)(bu_now_ns() - t0);
 			}
 			k++;
@@ -281,12 +298,41 @@ int main(int argc, char **argv)
 		bu_json_u64("cache_hits", st1.hits - st0.hits);
 		bu_json_u64("cache_misses", st1.misses - st0.misses);
 		bu_json_obj_end();
-		bu_log("%zu bytes: per-message %.0f ns, ummunot %.0f ns, preregistered %.0f ns",
-		       len, med[V_PER_MSG], med[V_CACHE], med[V_PREREG]);
+		bu_log("%s, %zu bytes: per-message %.0f ns, ummunot %.0f ns, preregistered %.0f ns",
+		       sname[series], len, med[V_PER_MSG], med[V_CACHE], med[V_PREREG]);
 		for (int v = 0; v < NR_VARIANTS; v++)
 			free(r[v]);
 	}
 	bu_json_arr_end();
+}
+
+int main(int argc, char **argv)
+{
+	bu_init("vm-rdma", argc, argv);
+	const int min_msgs = bu_quick ? 5 : 15;
+	/* Per size, all three variants together. */
+	const uint64_t budget_ns = bu_quick ? 4000000000ull : 12000000000ull;
+	struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
+
+	setrlimit(RLIMIT_MEMLOCK, &rl);
+	dev_open();
+	pair_create();
+	target = aligned_alloc(4096, MAX_SIZE);
+	prereg = aligned_alloc(4096, MAX_SIZE);
+	memset(target, 0, MAX_SIZE);
+	memset(prereg, 0, MAX_SIZE);
+	target_mr = ibv_reg_mr(pd, target, MAX_SIZE, ACCESS);
+	prereg_mr = ibv_reg_mr(pd, prereg, MAX_SIZE, ACCESS);
+	if (!target_mr || !prereg_mr)
+		bu_die("ibv_reg_mr: %s", strerror(errno));
+	BU_OK("ummunot_cache_create", ummunot_cache_create(pd, NULL, &cache));
+
+	bu_json_obj_begin(NULL);
+	bu_json_str("bench", "rdma");
+	bu_json_u64("min_messages", min_msgs);
+	bu_json_u64("budget_ns_per_size", budget_ns);
+	for (int s = 0; s < NR_SERIES; s++)
+		run_series(s, min_msgs, budget_ns);
 	bu_json_u64("stale_total", stale);
 	bu_json_obj_end();
 	ummunot_cache_destroy(cache);
