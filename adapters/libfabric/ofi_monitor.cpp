@@ -365,6 +365,26 @@ int ofi_no_ops_open(fid *, const char *, std::uint64_t, void **, void *) { retur
 int ofi_no_tostr(const fid *, char *, std::size_t) { return -FI_ENOSYS; }
 int ofi_no_ops_set(fid *, const char *, std::uint64_t, void *, void *) { return -FI_ENOSYS; }
 
+// UMMUNOT_OFI_RING_ENTRIES: the ring's size (0 or unset: the module's
+// default).  More events than this between two looks at the ring is an
+// overflow: every range invalid, one miss per cache entry in use.
+std::uint32_t ring_entries_from_env()
+{
+	const char *e = std::getenv("UMMUNOT_OFI_RING_ENTRIES");
+
+	if (!e || !*e)
+		return 0;
+	char *end;
+	errno = 0;
+	unsigned long v = std::strtoul(e, &end, 0);
+	if (errno || *end || v > UINT32_MAX || e[0] == '-') {
+		std::fprintf(stderr, "libummunot-ofi: ignoring UMMUNOT_OFI_RING_ENTRIES='%s' "
+			     "(expected a number of ring entries)\n", e);
+		return 0;
+	}
+	return static_cast<std::uint32_t>(v);
+}
+
 fi_ops g_fid_ops = {
 	sizeof(fi_ops),
 	ofi_close,
@@ -390,7 +410,9 @@ int ummunot_ofi_import(unsigned int flags)
 		return -ENOTSUP;
 
 	ummunot_monitor *m = nullptr;
-	if (int r = ummunot_monitor_open(nullptr, &m); r < 0)
+	ummunot_monitor_attr attr{};
+	attr.ring_entries = ring_entries_from_env();
+	if (int r = ummunot_monitor_open(&attr, &m); r < 0)
 		return r;
 
 	state *s = new (std::nothrow) state;

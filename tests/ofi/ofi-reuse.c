@@ -26,6 +26,18 @@
  * must stay correct (its monitor keeps reporting its own unmaps, and the
  * child's do not disturb it).
  *
+ * --burst N: before every transfer, N one-page buffers (two pages apart)
+ * are registered through fi_mr_reg() (libfabric's cache keeps them after
+ * fi_close()) and then unmapped together: N events at once, so that a ring
+ * smaller than N (UMMUNOT_OFI_RING_ENTRIES) overflows.
+ *
+ * --max-regions N (root): sets the module's max_regions parameter to N for
+ * this run (restored at exit), before the monitor opens, so that the
+ * adapter's region table fills (ENOSPC) and it must collect.
+ *
+ * --require overflow|collection: the adapter must have handled at least one
+ * ring overflow / region-table collection (else the case tested nothing).
+ *
  * --monitor chooses what feeds the cache:
  *   ummunot   ummunot_ofi_import() before fi_domain() (libummunot-ofi)
  *   preload   nothing here: libummunot-ofi-preload.so must be preloaded
@@ -257,6 +269,67 @@ static void wait_both(struct fid_cq *cq[2], unsigned long want)
 	}
 }
 
+/* --max-regions: a module parameter for this run, restored at exit. */
+#define PARAM_DIR "/sys/module/ummunot/parameters/"
+static char saved_name[64], saved_value[64];
+
+static void param_write(const char *name, const char *value)
+{
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), PARAM_DIR "%s", name);
+	f = fopen(path, "w");
+	if (!f)
+		die("open %s: %s (--max-regions needs root and the module)", path, strerror(errno));
+	if (fputs(value, f) < 0 || fclose(f))
+		die("write %s=%s: %s", path, value, strerror(errno));
+}
+
+static void param_restore(void)
+{
+	if (saved_name[0])
+		param_write(saved_name, saved_value);
+}
+
+static void param_set(const char *name, unsigned long value)
+{
+	char path[128], v[32];
+	FILE *f;
+
+	snprintf(path, sizeof(path), PARAM_DIR "%s", name);
+	f = fopen(path, "r");
+	if (!f || !fgets(saved_value, sizeof(saved_value), f))
+		die("read %s: %s (--max-regions needs the module)", path, strerror(errno));
+	fclose(f);
+	saved_value[strcspn(saved_value, "\n")] = 0;
+	snprintf(saved_name, sizeof(saved_name), "%s", name);
+	atexit(param_restore);
+	snprintf(v, sizeof(v), "%lu", value);
+	param_write(name, v);
+}
+
+/*
+ * --burst: N cached registrations whose memory goes away at once.  fi_close()
+ * of a cached MR leaves the entry (and its subscription) in the cache.
+ */
+static void burst_events(struct fid_domain *domain, unsigned long n)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	char *area = map_at(NULL, 2 * n * pg, 0);
+
+	for (unsigned long j = 0; j < n; j++) {
+		struct fid_mr *mr;
+
+		area[2 * j * pg] = 1;
+		CHECK("fi_mr_reg (burst)", fi_mr_reg(domain, area + 2 * j * pg, pg,
+						      FI_SEND | FI_RECV, 0, 0, 0, &mr, NULL));
+		CHECK("fi_close (burst MR)", fi_close(&mr->fid));
+	}
+	if (munmap(area, 2 * n * pg))
+		die("munmap (burst): %s", strerror(errno));
+}
+
 int main(int argc, char **argv)
 {
 	enum reuse how = RE_MUNMAP;
@@ -264,6 +337,8 @@ int main(int argc, char **argv)
 	enum expect expect = EX_CLEAN;
 	unsigned long size = 1 << 20, iters = 20;
 	bool fork_each = false;
+	unsigned long burst = 0, max_regions = 0;
+	const char *require = NULL;
 	const char *prov = "verbs;ofi_rxm";
 	long count[4] = { 0 };
 
@@ -271,7 +346,7 @@ int main(int argc, char **argv)
 		const char *o = argv[a];
 
 		if (a + 1 >= argc)
-			die("option '%s' needs a value (--reuse WAY --monitor M --expect E --size N --iters N --fork 0|1)", o);
+			die("option '%s' needs a value (--reuse WAY --monitor M --expect E --size N --iters N --fork 0|1 --burst N --max-regions N --require WHAT)", o);
 		const char *v = argv[++a];
 		char *end;
 
@@ -285,7 +360,12 @@ int main(int argc, char **argv)
 			if (strcmp(v, "0") && strcmp(v, "1"))
 				die("--fork takes 0 or 1, got '%s'", v);
 			fork_each = v[0] == '1';
-		} else if (!strcmp(o, "--size") || !strcmp(o, "--iters")) {
+		} else if (!strcmp(o, "--require")) {
+			if (strcmp(v, "overflow") && strcmp(v, "collection"))
+				die("--require takes overflow or collection, got '%s'", v);
+			require = v;
+		} else if (!strcmp(o, "--size") || !strcmp(o, "--iters") ||
+			   !strcmp(o, "--burst") || !strcmp(o, "--max-regions")) {
 			errno = 0;
 			unsigned long n = strtoul(v, &end, 0);
 
@@ -293,8 +373,12 @@ int main(int argc, char **argv)
 				die("%s needs a positive number, got '%s'", o, v);
 			if (!strcmp(o, "--size"))
 				size = n;
-			else
+			else if (!strcmp(o, "--iters"))
 				iters = n;
+			else if (!strcmp(o, "--burst"))
+				burst = n;
+			else
+				max_regions = n;
 		} else
 			die("unknown option '%s'", o);
 	}
@@ -306,6 +390,9 @@ int main(int argc, char **argv)
 		if (!mallopt(M_MMAP_THRESHOLD, 256 << 20) || !mallopt(M_TOP_PAD, 0))
 			die("mallopt failed");
 	}
+
+	if (max_regions)
+		param_set("max_regions", max_regions);
 
 	/* What feeds the cache: before any domain exists. */
 	const char *env_mon = getenv("FI_MR_CACHE_MONITOR");
@@ -433,6 +520,8 @@ int main(int argc, char **argv)
 			else
 				buf[b] = renew(how, buf[b], size, b);
 		}
+		if (burst)
+			burst_events(domain, burst);
 		fill(buf[0], size, DATA(i));
 		fill(buf[1], size, BEFORE(i));
 		/* ep[1] receives from ep[0]; retry while the provider is busy
@@ -472,9 +561,21 @@ int main(int argc, char **argv)
 			die("ummunot_ofi_stats failed");
 		printf("ofi-reuse: adapter: subscribes %" PRIu64 " (refused %" PRIu64 "), valid() slow %"
 		       PRIu64 ", invalid %" PRIu64 ", events %" PRIu64 ", overflows %" PRIu64
-		       ", regions %" PRIu64 "\n",
+		       ", collections %" PRIu64 ", regions %" PRIu64 "\n",
 		       st.subscribes, st.subscribe_errors, st.valid_slow, st.invalid, st.events,
-		       st.overflows, st.regions);
+		       st.overflows, st.collections, st.regions);
+		if (require && !strcmp(require, "overflow") && !st.overflows) {
+			printf("ofi-reuse: FAIL: --require overflow: the ring never overflowed "
+			       "(UMMUNOT_OFI_RING_ENTRIES below --burst?)\n");
+			status = 1;
+		}
+		if (require && !strcmp(require, "collection") && !st.collections) {
+			printf("ofi-reuse: FAIL: --require collection: the region table never filled "
+			       "(--max-regions below --burst?)\n");
+			status = 1;
+		}
+	} else if (require) {
+		die("--require needs --monitor ummunot or preload");
 		/* The adapter must have been asked: otherwise "clean" would
 		 * prove nothing (e.g. a cache that is off). */
 		if (st.subscribes == 0) {
