@@ -97,26 +97,10 @@ int parse_int(std::string_view s)
 }
 
 // The fdinfo lines that are one decimal counter, and where they go.
-struct fdinfo_key {
-	std::string_view key;
-	std::uint64_t client_stats::*member;
-};
-constexpr fdinfo_key fdinfo_counters[] = {
-	{"regions", &client_stats::regions},
-	{"regions_armed", &client_stats::regions_armed},
-	{"regions_registered", &client_stats::regions_registered},
-	{"ring_entries", &client_stats::ring_entries},
-	{"ring_pending", &client_stats::ring_pending},
-	{"ring_high_water", &client_stats::ring_high_water},
-	{"events", &client_stats::events},
-	{"dropped", &client_stats::dropped},
-	{"overflows", &client_stats::overflows},
-};
-
 std::uint64_t client_stats::*fdinfo_counter(std::string_view key) noexcept
 {
-	for (const auto &k : fdinfo_counters)
-		if (k.key == key)
+	for (const auto &k : client_counters)
+		if (k.name == key)
 			return k.member;
 	return nullptr;
 }

@@ -127,13 +127,6 @@ std::string json_type_rates(const type_counts &now, const type_counts &before,
 	return o.str();
 }
 
-// A counter of S and its JSON name.
-template <typename S>
-struct counter {
-	const char *name;
-	std::uint64_t S::*member;
-};
-
 template <typename S>
 void add_counters(json_object &o, const S &v, std::span<const counter<S>> f)
 {
@@ -165,17 +158,6 @@ constexpr counter<global_stats> global_rated[] = {
 	{"overflows", &global_stats::overflows},
 };
 
-constexpr counter<client_stats> client_counters[] = {
-	{"regions", &client_stats::regions},
-	{"regions_armed", &client_stats::regions_armed},
-	{"regions_registered", &client_stats::regions_registered},
-	{"ring_entries", &client_stats::ring_entries},
-	{"ring_pending", &client_stats::ring_pending},
-	{"ring_high_water", &client_stats::ring_high_water},
-	{"events", &client_stats::events},
-	{"dropped", &client_stats::dropped},
-	{"overflows", &client_stats::overflows},
-};
 constexpr counter<client_stats> client_rated[] = {
 	{"events", &client_stats::events},
 	{"dropped", &client_stats::dropped},

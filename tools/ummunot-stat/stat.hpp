@@ -93,6 +93,27 @@ struct client_stats {
 	std::optional<library_stats> library;	// when the magic matches
 };
 
+// A plain counter of S and its name.
+template <typename S>
+struct counter {
+	std::string_view name;
+	std::uint64_t S::*member;
+};
+
+// The client's counters that are one decimal number in fdinfo.  The fdinfo
+// key is also the --json name (ummunot-stat(1) documents both).
+inline constexpr counter<client_stats> client_counters[] = {
+	{"regions", &client_stats::regions},
+	{"regions_armed", &client_stats::regions_armed},
+	{"regions_registered", &client_stats::regions_registered},
+	{"ring_entries", &client_stats::ring_entries},
+	{"ring_pending", &client_stats::ring_pending},
+	{"ring_high_water", &client_stats::ring_high_water},
+	{"events", &client_stats::events},
+	{"dropped", &client_stats::dropped},
+	{"overflows", &client_stats::overflows},
+};
+
 // One line of /sys/class/misc/ummunot/users.
 struct user_use {
 	std::uint32_t uid = 0;
