@@ -427,6 +427,25 @@ def main():
                             'than the hooks' % tr, 'worst %.3fx' % worst['free'],
                             verdict(worst['free'] <= 1.0, '')))
 
+    # 10. UCX rcache hit: UCX's hooks vs libummunot-ucx ------------------
+    uh, uu = load(raw, 'vm-ucx-hit-ucx-hooks'), load(raw, 'vm-ucx-hit-ummunot')
+    if uh and uu:
+        w('## 10. UCX registration cache hit (ucs_rcache_get + put), VM\n')
+        w('One 1 MiB region, %d batches of %d hits, each configuration in its own process '
+          'in one boot: UCX\'s hooks, and libummunot-ucx preloaded with them off (the '
+          'adapter wraps ucs_rcache_get and first checks the ring).\n'
+          % (uu['batches'], uu['hits_per_batch']))
+        w('| configuration | median ns per hit | min ns per hit |')
+        w('|---|---|---|')
+        for d in (uh, uu):
+            w('| %s | %.1f | %.1f |' % (d['config'], d['hit_ns_median'], d['hit_ns_min']))
+        w('')
+        targets.append(('10', 'cost libummunot-ucx adds to a UCX rcache hit',
+                        '%+.1f ns median (%.2fx), %+.1f ns min'
+                        % (uu['hit_ns_median'] - uh['hit_ns_median'],
+                           uu['hit_ns_median'] / uh['hit_ns_median'],
+                           uu['hit_ns_min'] - uh['hit_ns_min']), 'no target'))
+
     w('## Targets\n')
     w('| # | target | measured | verdict |')
     w('|---|---|---|---|')
