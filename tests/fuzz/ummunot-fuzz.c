@@ -93,6 +93,7 @@ static int opt_threads = 3;
 static bool opt_params = true;
 static bool opt_drop_uid = true;
 static bool opt_trace;
+static double opt_progress = 300;	/* seconds between progress lines; 0: none */
 
 /* Shared between every process of the run (MAP_SHARED anonymous). */
 struct shared {
@@ -245,6 +246,7 @@ struct thr {
 	struct rng r;
 	uint64_t op;		/* operation number in this thread */
 	uint64_t calls, budget;
+	uint64_t published;	/* of calls, added to sh->calls so far */
 	char desc[512];
 	struct tslot ts[NSLOTS];
 	char *scratch;		/* SCRATCH_PAGES pages, then a PROT_NONE guard */
@@ -1823,8 +1825,13 @@ static void *thread_main(void *arg)
 		unsigned w = below(&t->r, 1000);
 
 		t->op++;
-		if (!(t->op & 63) && now() - t_start > opt_duration)
-			break;
+		if (!(t->op & 63)) {
+			if (now() - t_start > opt_duration)
+				break;
+			/* For the controlling process's progress lines. */
+			__atomic_add_fetch(&sh->calls, t->calls - t->published, __ATOMIC_RELAXED);
+			t->published = t->calls;
+		}
 		if (w < 130) {
 			op_churn();
 			continue;
@@ -1879,7 +1886,8 @@ static void *thread_main(void *arg)
 			op_observe(s);
 		pthread_rwlock_unlock(&s->rw);
 	}
-	__atomic_add_fetch(&sh->calls, t->calls, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&sh->calls, t->calls - t->published, __ATOMIC_RELAXED);
+	t->published = t->calls;
 	return NULL;
 }
 
@@ -2198,7 +2206,9 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: ummunot-fuzz [--seed S] [--calls N] [--duration SECONDS] [--procs P]\n"
 		"                    [--threads T] [--no-params] [--no-drop-uid] [--trace]\n"
-		"defaults: random seed (printed), --calls 150000 --duration 25 --procs 3 --threads 3\n");
+		"                    [--progress SECONDS]\n"
+		"defaults: random seed (printed), --calls 150000 --duration 25 --procs 3 --threads 3\n"
+		"          --progress 300 (a line with the calls so far; 0: none)\n");
 	exit(2);
 }
 
@@ -2223,10 +2233,12 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--no-params")) opt_params = false;
 		else if (!strcmp(a, "--no-drop-uid")) opt_drop_uid = false;
 		else if (!strcmp(a, "--trace")) opt_trace = true;
+		else if (!strcmp(a, "--progress") && v) opt_progress = atof(v), i++;
 		else usage();
 	}
 	if (opt_procs < 1 || opt_procs > MAX_PROCS || opt_threads < 1 ||
-	    opt_threads > MAX_THREADS || opt_duration <= 0 || opt_calls == 0)
+	    opt_threads > MAX_THREADS || opt_duration <= 0 || opt_calls == 0 ||
+	    opt_progress < 0)
 		usage();
 	if (!seed_given) {
 		struct timespec ts;
@@ -2307,6 +2319,7 @@ int main(int argc, char **argv)
 	rng_seed(&cr, opt_seed, 0, 0);
 	{
 		int left = opt_procs;
+		double t_progress = t_start + opt_progress;
 		cur = NULL;
 		while (left > 0) {
 			int st;
@@ -2330,6 +2343,14 @@ int main(int argc, char **argv)
 				read_file(USERS_FILE, users1, sizeof(users1));
 			}
 			usleep(20000);
+			if (opt_progress > 0 && now() >= t_progress) {
+				uint64_t c = __atomic_load_n(&sh->calls, __ATOMIC_RELAXED);
+				double t = now() - t_start;
+
+				fprintf(stderr, "ummunot-fuzz: %" PRIu64 " calls in %.0f s (%.0f calls/s)\n",
+					c, t, c / t);
+				t_progress += opt_progress;
+			}
 			if (now() - t_start > opt_duration + 120) {
 				fprintf(stderr, "FUZZ-FAIL seed=%" PRIu64 ": workers did not stop "
 					"120 s after the deadline\n", opt_seed);
