@@ -286,10 +286,19 @@ static void param_write(const char *name, const char *value)
 		die("write %s=%s: %s", path, value, strerror(errno));
 }
 
+/* At exit: exit() must not be called again from here, so only report. */
 static void param_restore(void)
 {
-	if (saved_name[0])
-		param_write(saved_name, saved_value);
+	char path[128];
+	FILE *f;
+
+	if (!saved_name[0])
+		return;
+	snprintf(path, sizeof(path), PARAM_DIR "%s", saved_name);
+	f = fopen(path, "w");
+	if (!f || fputs(saved_value, f) < 0 || fclose(f))
+		fprintf(stderr, "ofi-reuse: could not restore %s=%s: %s\n", path, saved_value,
+			strerror(errno));
 }
 
 static void param_set(const char *name, unsigned long value)
