@@ -127,12 +127,12 @@ static void ummunot_chain_free(struct ummunot_kregion *r)
  * error of @fn (b->error_index names the element), at the first unreadable
  * element (-EFAULT; the readable ones before it still come first) or, between
  * chunks, on a fatal signal (-EINTR, error_index b->count: only a dying
- * process sees it, and the batch is not applied).
+ * process sees it, and the batch is not applied).  Inlined into its two
+ * callers, so @fn is a direct call there, not one indirect call an element.
  */
-static long ummunot_batch_walk(struct ummunot_batch *b, void *buf,
-			       size_t size, u32 chunk,
-			       long (*fn)(void *arg, const void *elem),
-			       void *arg)
+static __always_inline long
+ummunot_batch_walk(struct ummunot_batch *b, void *buf, size_t size, u32 chunk,
+		   long (*fn)(void *arg, const void *elem), void *arg)
 {
 	const char __user *uarray = u64_to_user_ptr(b->ptr);
 	u32 i, j, n, full;
