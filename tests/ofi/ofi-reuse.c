@@ -273,32 +273,29 @@ static void wait_both(struct fid_cq *cq[2], unsigned long want)
 #define PARAM_DIR "/sys/module/ummunot/parameters/"
 static char saved_name[64], saved_value[64];
 
-static void param_write(const char *name, const char *value)
+/* 0, or -1 with errno set. */
+static int param_write(const char *name, const char *value)
 {
 	char path[128];
 	FILE *f;
+	int r;
 
 	snprintf(path, sizeof(path), PARAM_DIR "%s", name);
 	f = fopen(path, "w");
 	if (!f)
-		die("open %s: %s (--max-regions needs root and the module)", path, strerror(errno));
-	if (fputs(value, f) < 0 || fclose(f))
-		die("write %s=%s: %s", path, value, strerror(errno));
+		return -1;
+	r = fputs(value, f) < 0 ? -1 : 0;
+	if (fclose(f))
+		r = -1;
+	return r;
 }
 
 /* At exit: exit() must not be called again from here, so only report. */
 static void param_restore(void)
 {
-	char path[128];
-	FILE *f;
-
-	if (!saved_name[0])
-		return;
-	snprintf(path, sizeof(path), PARAM_DIR "%s", saved_name);
-	f = fopen(path, "w");
-	if (!f || fputs(saved_value, f) < 0 || fclose(f))
-		fprintf(stderr, "ofi-reuse: could not restore %s=%s: %s\n", path, saved_value,
-			strerror(errno));
+	if (saved_name[0] && param_write(saved_name, saved_value))
+		fprintf(stderr, "ofi-reuse: could not restore %s=%s: %s\n", saved_name,
+			saved_value, strerror(errno));
 }
 
 static void param_set(const char *name, unsigned long value)
@@ -315,7 +312,8 @@ static void param_set(const char *name, unsigned long value)
 	snprintf(saved_name, sizeof(saved_name), "%s", name);
 	atexit(param_restore);
 	snprintf(v, sizeof(v), "%lu", value);
-	param_write(name, v);
+	if (param_write(name, v))
+		die("write %s=%s: %s (--max-regions needs root)", path, v, strerror(errno));
 }
 
 /*
