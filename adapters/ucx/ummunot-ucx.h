@@ -21,8 +21,10 @@ extern "C" {
 /* Fields are only ever appended. */
 struct ummunot_ucx_stats {
 	uint32_t active;		/* 1: UCX's rcaches are fed from ummunot;
-					 * 0: passive (no /dev/ummunot, or UCX
-					 * never created a registration cache) */
+					 * 0: passive (no /dev/ummunot, a UCX
+					 * version this build was not tested
+					 * with, or UCX never created a
+					 * registration cache) */
 	uint32_t blind;			/* 1: the monitor was lost (a forked child
 					 * could not open its own): every lookup
 					 * invalidates everything */
@@ -35,6 +37,14 @@ struct ummunot_ucx_stats {
 	uint64_t overflows;		/* ring overflows (resync) */
 	uint64_t invalidate_all;	/* whole-address-space invalidations */
 	uint64_t forks;			/* forked children that reopened */
+	uint64_t dead_misses;		/* lookups answered "miss" because the
+					 * region found was invalidated by a
+					 * drain while UCX still held it */
+	uint32_t refused;		/* 1: the version gate refused this UCX
+					 * (or its page tables could not be
+					 * seen): active is 0 */
+	uint32_t ucx_version;		/* UCX found at run time, (major << 16) |
+					 * minor; 0: unknown or not asked yet */
 };
 
 /*
