@@ -8,6 +8,12 @@
  * stderr once, and nothing aborts.  With the device, it must be active
  * and watch the cached region.
  *
+ * --expect-refused: the adapter's version gate must have refused (run with
+ * tests/ucx/fake-ucp-version.c preloaded after it, which makes
+ * ucp_get_version() say 1.99): active 0, refused 1, version 1.99 seen, no
+ * cache wrapped, with or without the device; UCX's own hooks keep the
+ * cache correct.
+ *
  * --fork (needs the device): after that, fork(); the child (libummunot's
  * -ECHILD contract: the parent's monitor is dead there) must get a monitor
  * of its own and have everything UCX cached invalidated, and then see its
@@ -44,7 +50,7 @@ static char *renew(ucs_rcache_t *rc, char *buf, size_t len, int fill)
 	if (buf == MAP_FAILED)
 		FAIL("mmap at the same address: %s", strerror(errno));
 	memset(buf, fill, len);
-	if (ucs_rcache_get(rc, buf, len, PROT_READ | PROT_WRITE, NULL, &r) != UCS_OK)
+	if (noop_rcache_get(rc, buf, len, PROT_READ | PROT_WRITE, NULL, &r) != UCS_OK)
 		FAIL("ucs_rcache_get after munmap failed");
 	ucs_rcache_region_put(rc, r);
 	return buf;
@@ -65,7 +71,7 @@ static void fork_check(int (*stats_fn)(struct ummunot_ucx_stats *, size_t),
 		FAIL("fork: %s", strerror(errno));
 	if (pid == 0) {
 		/* The child's first get: everything was invalidated. */
-		if (ucs_rcache_get(rc, buf, len, PROT_READ | PROT_WRITE, NULL, &r) != UCS_OK)
+		if (noop_rcache_get(rc, buf, len, PROT_READ | PROT_WRITE, NULL, &r) != UCS_OK)
 			FAIL("child: ucs_rcache_get failed");
 		ucs_rcache_region_put(rc, r);
 		if (noop_rcache_regs != r0 + 1)
@@ -97,6 +103,7 @@ static void fork_check(int (*stats_fn)(struct ummunot_ucx_stats *, size_t),
 int main(int argc, char **argv)
 {
 	int want_fork = argc > 1 && !strcmp(argv[1], "--fork");
+	int want_refused = argc > 1 && !strcmp(argv[1], "--expect-refused");
 	int (*stats_fn)(struct ummunot_ucx_stats *, size_t);
 	struct ummunot_ucx_stats st;
 	const size_t len = 1 << 20;
@@ -115,8 +122,12 @@ int main(int argc, char **argv)
 	device = fd >= 0;
 	if (fd >= 0)
 		close(fd);
-	printf("/dev/ummunot %s\n", device ? "opens: expecting the adapter active" :
-	       "does not open: expecting the adapter passive");
+	if (want_refused)
+		printf("/dev/ummunot %s; expecting the adapter to refuse UCX 1.99\n",
+		       device ? "opens" : "does not open");
+	else
+		printf("/dev/ummunot %s\n", device ? "opens: expecting the adapter active" :
+		       "does not open: expecting the adapter passive");
 
 	buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (buf == MAP_FAILED)
@@ -125,7 +136,7 @@ int main(int argc, char **argv)
 	if (noop_rcache_create("adapter-host", UCM_EVENT_VM_UNMAPPED, &rc) != UCS_OK)
 		FAIL("ucs_rcache_create failed");
 	for (i = 0; i < 3; i++) {
-		if (ucs_rcache_get(rc, buf, len, PROT_READ | PROT_WRITE, NULL, &r) != UCS_OK)
+		if (noop_rcache_get(rc, buf, len, PROT_READ | PROT_WRITE, NULL, &r) != UCS_OK)
 			FAIL("ucs_rcache_get failed");
 		ucs_rcache_region_put(rc, r);
 	}
@@ -139,7 +150,7 @@ int main(int argc, char **argv)
 	if (buf == MAP_FAILED)
 		FAIL("mmap at the same address: %s", strerror(errno));
 	memset(buf, 2, len);
-	if (ucs_rcache_get(rc, buf, len, PROT_READ | PROT_WRITE, NULL, &r) != UCS_OK)
+	if (noop_rcache_get(rc, buf, len, PROT_READ | PROT_WRITE, NULL, &r) != UCS_OK)
 		FAIL("ucs_rcache_get after munmap failed");
 	ucs_rcache_region_put(rc, r);
 	if (noop_rcache_regs != 2)
@@ -157,8 +168,18 @@ int main(int argc, char **argv)
 	printf("active %u, rcaches %llu, watched %llu, unwatched %llu, events %llu\n",
 	       st.active, (unsigned long long)st.rcaches, (unsigned long long)st.watched,
 	       (unsigned long long)st.unwatched, (unsigned long long)st.events);
+	printf("refused %u, ucx %u.%u\n", st.refused, st.ucx_version >> 16, st.ucx_version & 0xffff);
+	if (want_refused) {
+		if (st.active || !st.refused || st.ucx_version != (1u << 16 | 99) || st.rcaches ||
+		    st.watched)
+			FAIL("the adapter should have refused UCX 1.99 (active 0, refused 1, nothing wrapped)");
+		printf("PASS\n");
+		return 0;
+	}
 	if (want_fork && (st.active != 1 || st.watched != st.unwatched))
 		FAIL("parent: watched and unwatched differ after destroy");
+	if (st.refused)
+		FAIL("the adapter refused this UCX (see its line on stderr)");
 	if (device && !want_fork && (st.active != 1 || st.rcaches != 1 || st.watched != 2 ||
 				     st.unwatched != 2 || st.events < 1))
 		FAIL("the adapter should have been active (1 rcache, 2 watched and unwatched, events)");

@@ -21,10 +21,47 @@
 extern "C" {		/* UCX 1.13's rcache.h has no C++ guard of its own */
 #endif
 #include <ucm/api/ucm.h>
+#include <ucp/api/ucp_version.h>
 #include <ucs/memory/rcache.h>
 #ifdef __cplusplus
 }
 #endif
+
+/*
+ * What changed in ucs_rcache between the UCX versions the project tests
+ * (1.13 and 1.18): UCX 1.17 moved the alignment from the cache's params to
+ * a fourth argument of ucs_rcache_get(); UCX 1.18 added ops->merge, which
+ * it calls without a NULL check.  Programs here use noop_rcache_get() and
+ * NOOP_RCACHE_OPS() and compile against both.
+ */
+#if UCP_API_VERSION >= UCP_VERSION(1, 17)
+#define NOOP_RCACHE_GET_ALIGNMENT 1
+#else
+#define NOOP_RCACHE_GET_ALIGNMENT 0
+#endif
+#if UCP_API_VERSION >= UCP_VERSION(1, 18)
+#define NOOP_RCACHE_HAVE_MERGE 1
+static inline void noop_rcache_merge(void *ctx, ucs_rcache_t *rc, void *arg, ucs_rcache_region_t *r)
+{
+	(void)ctx; (void)rc; (void)arg; (void)r;
+}
+/* An ops struct from mem_reg, mem_dereg and dump_region (merge: nothing). */
+#define NOOP_RCACHE_OPS(reg, dereg, dump) { reg, dereg, noop_rcache_merge, dump }
+#else
+#define NOOP_RCACHE_HAVE_MERGE 0
+#define NOOP_RCACHE_OPS(reg, dereg, dump) { reg, dereg, dump }
+#endif
+
+/* ucs_rcache_get() with the alignment the cache was created with. */
+static inline ucs_status_t noop_rcache_get(ucs_rcache_t *rc, void *address, size_t length,
+					   int prot, void *arg, ucs_rcache_region_t **region_p)
+{
+#if NOOP_RCACHE_GET_ALIGNMENT
+	return ucs_rcache_get(rc, address, length, UCS_RCACHE_MIN_ALIGNMENT, prot, arg, region_p);
+#else
+	return ucs_rcache_get(rc, address, length, prot, arg, region_p);
+#endif
+}
 
 /* A region as a transport keeps it: UCX's part and the key it registered. */
 struct noop_rcache_region {
@@ -56,9 +93,8 @@ static inline void noop_rcache_dump(void *ctx, ucs_rcache_t *rc, ucs_rcache_regi
 	snprintf(buf, max, "noop");
 }
 
-static const ucs_rcache_ops_t noop_rcache_ops = {
-	noop_rcache_reg, noop_rcache_dereg, noop_rcache_dump,
-};
+static const ucs_rcache_ops_t noop_rcache_ops =
+	NOOP_RCACHE_OPS(noop_rcache_reg, noop_rcache_dereg, noop_rcache_dump);
 
 /*
  * Create an unlimited cache named @name whose regions are @region_size
@@ -73,8 +109,10 @@ static inline ucs_status_t rcache_create_unlimited(const char *name, size_t regi
 
 	memset(&p, 0, sizeof(p));
 	p.region_struct_size = region_size;
+#if !NOOP_RCACHE_GET_ALIGNMENT
 	p.alignment = UCS_RCACHE_MIN_ALIGNMENT;
 	p.max_alignment = (size_t)sysconf(_SC_PAGESIZE);
+#endif
 	p.ucm_events = ucm_events;
 	p.ucm_event_priority = 1000;
 	p.ops = ops;
