@@ -370,9 +370,11 @@ int main(int argc, char **argv)
 		stats_fn(&st, sizeof(st));
 		printf("libummunot-ucx: active %u, rcaches %" PRIu64 ", watched %" PRIu64
 		       ", unwatched %" PRIu64 ", events %" PRIu64 ", syncs %" PRIu64
-		       ", overflows %" PRIu64 ", invalidate-all %" PRIu64 ", watch errors %" PRIu64 "\n",
+		       ", overflows %" PRIu64 ", invalidate-all %" PRIu64 ", watch errors %" PRIu64
+		       ", dead-misses %" PRIu64 ", ucx %u.%u\n",
 		       st.active, st.rcaches, st.watched, st.unwatched, st.events, st.syncs,
-		       st.overflows, st.invalidate_all, st.watch_errors);
+		       st.overflows, st.invalidate_all, st.watch_errors, st.dead_misses,
+		       st.ucx_version >> 16, st.ucx_version & 0xffff);
 		if (want_adapter && (!st.active || !st.rcaches || !st.watched || !st.events)) {
 			printf("FAIL: the adapter did not feed UCX's registration cache\n");
 			return 1;

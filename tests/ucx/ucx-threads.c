@@ -216,10 +216,11 @@ int main(int argc, char **argv)
 	if (stats_fn) {
 		stats_fn(&st, sizeof(st));
 		printf("libummunot-ucx: active %u, watched %llu, unwatched %llu, syncs %llu, "
-		       "events %llu, overflows %llu, invalidate-all %llu\n", st.active,
+		       "events %llu, overflows %llu, invalidate-all %llu, dead-misses %llu\n", st.active,
 		       (unsigned long long)st.watched, (unsigned long long)st.unwatched,
 		       (unsigned long long)st.syncs, (unsigned long long)st.events,
-		       (unsigned long long)st.overflows, (unsigned long long)st.invalidate_all);
+		       (unsigned long long)st.overflows, (unsigned long long)st.invalidate_all,
+		       (unsigned long long)st.dead_misses);
 		/* --burst: every round may overflow, and then the whole
 		 * cache is invalidated instead of single events. */
 		if (want_adapter && (!st.active || (!st.events && !(burst && st.overflows))))
