@@ -530,9 +530,14 @@ static struct ummunot_monitor *child_monitor_locked(void)
 static void print_stats(void)
 {
 	struct ummunot_ucx_stats st;
+	char line[512];
+	int n;
 
 	ummunot_ucx_stats(&st, sizeof(st));
-	fprintf(stderr, "libummunot-ucx: pid %ld: active %u, blind %u, rcaches %llu, "
+	/* One write(2): the lines of processes sharing a pipe (MPI ranks)
+	 * must not interleave (stderr is unbuffered, and fprintf may write a
+	 * long line in pieces). */
+	n = snprintf(line, sizeof(line), "libummunot-ucx: pid %ld: active %u, blind %u, rcaches %llu, "
 		"watched %llu, unwatched %llu, watch-errors %llu, syncs %llu, events %llu, "
 		"overflows %llu, invalidate-all %llu, forks %llu, dead-misses %llu, "
 		"refused %u, ucx %u.%u\n",
@@ -543,6 +548,8 @@ static void print_stats(void)
 		(unsigned long long)st.overflows, (unsigned long long)st.invalidate_all,
 		(unsigned long long)st.forks, (unsigned long long)st.dead_misses,
 		st.refused, st.ucx_version >> 16, st.ucx_version & 0xffff);
+	if (n > 0 && (size_t)n < sizeof(line) && write(STDERR_FILENO, line, (size_t)n) < 0)
+		n = -1;		/* nothing to do about it at exit */
 }
 
 static int env_on(const char *name)
