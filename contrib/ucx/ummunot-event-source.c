@@ -295,17 +295,17 @@ __attribute__((constructor)) static void source_init(void)
 	S.stats = e != NULL && *e != '\0' && strcmp(e, "0") != 0;
 	if (S.stats)
 		atexit(print_stats);
-	if (ucs_rcache_set_event_source == NULL) {
-		fprintf(stderr, PRE "this UCX has no ucs_rcache_set_event_source() "
-			"(build it with contrib/ucx/ucx-rcache-event-source.patch): "
-			"doing nothing\n");
-		return;
-	}
 	e = getenv("UMMUNOT_UCX_SOURCE_CONTROL");
 	if (e != NULL && strcmp(e, "unfed") == 0) {
 		fprintf(stderr, PRE "negative control: UCX's cache on, fed by "
 			"nobody\n");
 		ucm_set_external_event(UCM_EVENT_VM_UNMAPPED);
+		return;
+	}
+	if (ucs_rcache_set_event_source == NULL) {
+		fprintf(stderr, PRE "this UCX has no ucs_rcache_set_event_source() "
+			"(build it with contrib/ucx/ucx-rcache-event-source.patch): "
+			"doing nothing\n");
 		return;
 	}
 	rc = ummunot_monitor_open(NULL, &S.mon);
