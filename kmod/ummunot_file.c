@@ -4,9 +4,10 @@
  * dispatch, the handshake, filter, resync, statistics, mmap and poll.
  *
  * A file belongs to the address space that opened it.  Every ioctl and mmap
- * checks current->mm against it first and fails with -EPERM otherwise, so a
- * forked child or a process that received the descriptor can neither read
- * nor change the owner's state.
+ * checks current->mm against it first and fails with -EPERM otherwise, and
+ * poll reports EPOLLERR, so a forked child or a process that received the
+ * descriptor can neither read nor change the owner's state, nor learn when
+ * the owner's memory changes.
  */
 #include <linux/fs.h>
 #include <linux/poll.h>
@@ -303,7 +304,12 @@ static __poll_t ummunot_poll(struct file *file, poll_table *wait)
 	struct ummunot_ctx *ctx = file->private_data;
 	struct ummunot_ring *ring = ummunot_ctx_ring(ctx);
 
-	if (!ring)
+	/*
+	 * Another address space (a forked child, a received descriptor) has
+	 * nothing to wait for here.  A kernel thread without an mm (aio's
+	 * poll completion work) polls on the owner's behalf.
+	 */
+	if (!ring || (current->mm && current->mm != ctx->mm))
 		return EPOLLERR;
 	poll_wait(file, &ctx->wq, wait);
 	/*

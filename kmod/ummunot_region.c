@@ -18,7 +18,8 @@
  *                  region that exists unless the call succeeded.
  *   UNREGISTER: under ctx->lock, copy the handles chunk by chunk, look each
  *               up and chain it (->marked refuses duplicates), then remove.
- *   REARM:      the same, duplicates skipped, then arm.
+ *   REARM:      the same, duplicates skipped, then arm and wait out
+ *               in-flight invalidations, as REGISTER does.
  *
  * Notifier callbacks never take ctx->lock, so mmu_interval_notifier_remove()
  * (which waits for running callbacks) and mmu_interval_read_begin() (which
@@ -486,10 +487,20 @@ static void ummunot_apply_unregister(struct ummunot_ctx *ctx,
 	}
 }
 
-/* Arm in short runs, so callbacks never wait long for event_lock. */
+/*
+ * Arm in short runs, so callbacks never wait long for event_lock; then wait
+ * out the invalidations in flight over the regions.  A region's event is
+ * posted when an invalidation starts, before the kernel changes the pages;
+ * a caller that re-pins after REARM must get the pages that invalidation
+ * left, not the ones it is still taking away (a re-pin of a page the zap
+ * has not reached yet would hold it with no further event).  Armed first,
+ * then waited for: an invalidation that starts in between is reported.
+ */
 static void ummunot_apply_rearm(struct ummunot_ctx *ctx,
-				struct ummunot_kregion *r)
+				struct ummunot_kregion *head)
 {
+	struct ummunot_kregion *r = head;
+
 	while (r) {
 		unsigned int n;
 
@@ -502,6 +513,10 @@ static void ummunot_apply_rearm(struct ummunot_ctx *ctx,
 			}
 		}
 		spin_unlock(&ctx->event_lock);
+		cond_resched();
+	}
+	for (r = head; r; r = r->next) {
+		mmu_interval_read_begin(&r->mni);
 		cond_resched();
 	}
 }

@@ -4,7 +4,7 @@
 // fid_mem_monitor) backed by a ummunot monitor.  include/ummunot/ofi.h
 // states the contract; this comment says how it is kept.
 //
-// Locking.  libfabric calls subscribe(), valid() and (from 1.18 on)
+// Locking.  libfabric calls subscribe(), valid() and (from 2.1 on)
 // unsubscribe() with its mm_lock held, so they never run concurrently with
 // each other; start() and stop() run under its mm_state_lock instead.  All
 // state lives under one mutex of ours (mu), which the slow paths take; the
@@ -26,11 +26,14 @@
 // ring's generation did not move since the last complete read.
 //
 // Fired regions are unregistered at once (a region reports once): the
-// kernel's table holds live records only.  libfabric 1.17 never
-// unsubscribes, so live records of ranges the cache evicted stay until
-// their memory changes; when the kernel refuses a new region (ENOSPC) every
-// range is invalidated and the table starts again from what the cache
-// still uses (a "collection": one miss per live cache entry).
+// kernel's table holds live records only.  libfabric 1.17 to 2.0 never
+// unsubscribe, so live records of ranges the cache evicted stay until
+// their memory changes; 2.1 unsubscribes every entry it drops from its
+// cache (evicted, purged as overlapping, found invalid) and a range whose
+// subscribe() failed (unknown here: a no-op).  When the kernel
+// refuses a new region (ENOSPC) every range is invalidated and the table
+// starts again from what the cache still uses (a "collection": one miss
+// per live cache entry).
 
 #include <ummunot/ofi.h>
 #include <ummunot/ummunot.h>
@@ -214,7 +217,9 @@ int ensure_owner(state *s)
 	s->by_handle.clear();
 	s->unreg.clear();
 	// Every inherited cache entry is invalid now (it has no record), and
-	// libfabric never says when the last of them is gone: in this child
+	// nothing says when the last of them is gone (libfabric 1.17 to 2.0
+	// never unsubscribe; 2.1 does, but ranges the child no longer knows
+	// cannot be counted down): in this child
 	// the fast path stays off for good (one count that is never taken
 	// back), so that no inherited entry is ever answered "valid".
 	s->invalidated.store(1, std::memory_order_relaxed);
@@ -289,9 +294,10 @@ int ofi_subscribe(fid_mem_monitor *fm, const void *addr, std::size_t len)
 			return 0;
 		}
 		if (r == -ENOSPC && attempt == 0 && !s->by_handle.empty()) {
-			// Collect: libfabric 1.17 never says which ranges it
-			// evicted, so invalidate them all; what it still uses
-			// comes back one miss at a time.
+			// Collect: libfabric 1.17 to 2.0 never say which
+			// ranges they evicted (2.1 unsubscribes them), so
+			// invalidate them all; what it still uses comes back
+			// one miss at a time.
 			bump(s->collections);
 			invalidate_all(s);
 			flush_unreg(s);

@@ -14,8 +14,9 @@
  *                         outstanding, one acquire load of the ring's
  *                         generation; otherwise it drains the ring and
  *                         answers for the range;
- *   unsubscribe           stops watching (libfabric 1.17 never calls it:
- *                         a range whose region fired is unregistered at
+ *   unsubscribe           stops watching (libfabric 2.1 calls it for
+ *                         every entry it drops; 1.17 to 2.0 never do: a
+ *                         range whose region fired is unregistered at
  *                         once, and an invalidated range is forgotten when
  *                         valid() has said so or it is subscribed again);
  *   overflow              every range is invalid;

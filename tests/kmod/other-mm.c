@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* A file used from another address space (fork child, fd passed over a unix socket): EPERM everywhere, owner unaffected. */
+/* A file used from another address space (fork child, fd passed over a unix socket): EPERM everywhere, POLLERR, owner unaffected. */
 #include "helpers.h"
 
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -52,8 +53,13 @@ static void check_foreign(const char *who, int fd, const struct ummunot_hello *h
 	struct ummunot_stats st;
 	struct ummunot_hello hello = { .abi_version = UMMUNOT_ABI_VERSION,
 				       .features = UMMUNOT_FEATURES_V1 };
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
 	char what[64];
 
+	/* The owner has an event pending: none of this mm's business. */
+	snprintf(what, sizeof(what), "%s: poll", who);
+	T_EQ(what, 1, poll(&pfd, 1, 0));
+	T_EQ("revents: POLLERR, not the owner's POLLIN", POLLERR, pfd.revents);
 	snprintf(what, sizeof(what), "%s: HELLO", who);
 	T_ERRNO(what, EPERM, ioctl(fd, UMMUNOT_IOC_HELLO, &hello));
 	snprintf(what, sizeof(what), "%s: REGISTER", who);
@@ -90,14 +96,24 @@ int main(int argc, char **argv)
 	struct ummunot_stats s0, s1, s2a, s2b;
 	struct t_file f, g;
 	int sv[2], status;
-	uint64_t h, hg;
+	uint64_t h, hg, hq;
 	pid_t pid;
-	char *p;
+	char *p, *q;
 
 	t_init(argc, argv);
 	t_file_open(&f, 0);
 	p = t_map_anon(4, true);
 	h = t_register(&f, (uintptr_t)p, 4 * t_page, 41);
+	/* An event the owner has not read yet while the child looks. */
+	q = t_map_anon(1, true);
+	hq = t_register(&f, (uintptr_t)q, t_page, 43);
+	T_OK("munmap", munmap(q, t_page));
+	{
+		struct pollfd pfd = { .fd = f.fd, .events = POLLIN };
+
+		T_EQ("owner's poll", 1, poll(&pfd, 1, 0));
+		T_EQ("owner's revents", POLLIN, pfd.revents);
+	}
 	T_OK("socketpair", socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
 
 	/* fork itself counts a filtered PROTECTION_PAGE: snapshot after it. */
@@ -128,6 +144,8 @@ int main(int argc, char **argv)
 	T_EQ("waitpid", pid, waitpid(pid, &status, 0));
 	T_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		 "child checks failed (status 0x%x), see above", status);
+	t_expect_event(&f, 43, hq, (uintptr_t)q, (uintptr_t)q + t_page,
+		       UMMUNOT_EVENT_UNMAP);
 
 	t_expect_no_event(&f, "child's munmap of its copy");
 	t_expect_no_event(&g, "child's munmap of its copy");

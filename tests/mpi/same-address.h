@@ -17,7 +17,8 @@
 #include <unistd.h>
 
 /* The order is the checks' option order; RE_ALLOC is the includer's. */
-enum reuse { RE_MUNMAP, RE_FIXED, RE_MREMAP, RE_DONTNEED, RE_ALLOC, RE_SYSCALL };
+enum reuse { RE_MUNMAP, RE_FIXED, RE_MREMAP, RE_DONTNEED, RE_ALLOC, RE_SYSCALL,
+	     RE_SYSCALL_MREMAP };
 
 static inline void *map_at(void *at, size_t len, int flags)
 {
@@ -72,6 +73,23 @@ static inline void *renew_mapping(enum reuse how, void *old, size_t len,
 			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (r == -1)
 			die("syscall(SYS_mmap): %s", strerror(errno));
+		return (void *)r;
+	case RE_SYSCALL_MREMAP:
+		/* mremap(MREMAP_FIXED) and mmap(MAP_FIXED) by raw syscalls. */
+		if (*moved && syscall(SYS_munmap, *moved, len))
+			die("syscall(SYS_munmap): %s", strerror(errno));
+		r = syscall(SYS_mmap, NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (r == -1)
+			die("syscall(SYS_mmap, PROT_NONE): %s", strerror(errno));
+		hole = (void *)r;
+		r = syscall(SYS_mremap, old, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, hole);
+		if ((void *)r != hole)
+			die("syscall(SYS_mremap, %p -> %p): %s", old, hole, strerror(errno));
+		*moved = hole;
+		r = syscall(SYS_mmap, old, len, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		if (r == -1)
+			die("syscall(SYS_mmap, MAP_FIXED): %s", strerror(errno));
 		return (void *)r;
 	case RE_ALLOC:
 		break;

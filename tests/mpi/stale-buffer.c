@@ -10,9 +10,15 @@
  *   put   rank 0 MPI_Put()s its (origin) buffer into rank 1's window;
  *   get   rank 0 MPI_Get()s rank 1's window into its (origin) buffer.
  *
- * --op takes a comma-separated list (e.g. send,put,get): one job runs each
- * in turn, with a line and the expectation per operation (an MPI job's
- * start-up dominates its cost in the VM guest).
+ * --op and --reuse take comma-separated lists (e.g. send,put,get): one job
+ * runs each operation with each way in turn, with a line and the
+ * expectation per pair (an MPI job's start-up dominates its cost in the VM
+ * guest).
+ *
+ * --overlap moves each buffer as two overlapping transfers, its first three
+ * quarters then its last three quarters: a registration cache that merges
+ * overlapping registrations (UCX does) then holds one registration over
+ * both, which must be dropped as a whole when the pages change.
  *
  * The window (put/get) is allocated once by MPI_Win_allocate and never
  * remapped: only the buffers the application passes to MPI are.  A
@@ -55,8 +61,9 @@ enum op { OP_SEND, OP_PUT, OP_GET };
 
 static const char *const op_names[] = { "send", "put", "get" };
 static const char *const reuse_names[] = {
-	"munmap", "fixed", "mremap", "dontneed", "free", "syscall",
+	"munmap", "fixed", "mremap", "dontneed", "free", "syscall", "syscall-mremap",
 };
+#define NR_REUSE ((int)(sizeof(reuse_names) / sizeof(reuse_names[0])))
 
 static int rank = -1;
 
@@ -64,9 +71,10 @@ static void usage(void)
 {
 	if (rank <= 0)
 		fprintf(stderr,
-"usage: stale-buffer [--op OP[,OP...]] [--reuse WAY] [--size BYTES]\n"
-"                    [--iters N] [--expect clean|stale|report]\n"
-"  OP: send, put or get (one job runs each listed one in turn)\n"
+"usage: stale-buffer [--op OP[,OP...]] [--reuse WAY[,WAY...]] [--size BYTES]\n"
+"                    [--iters N] [--overlap] [--expect clean|stale|report]\n"
+"  OP: send, put or get (one job runs each listed one with each WAY in turn;\n"
+"      --expect applies to each pair)\n"
 "  WAY: how each iteration gets new memory at the same address:\n"
 "    munmap    munmap(), then mmap() with the old address as hint\n"
 "    fixed     mmap(MAP_FIXED) over the live buffer\n"
@@ -76,6 +84,9 @@ static void usage(void)
 "              mmap threshold pinned at 128 KiB so that free() unmaps it)\n"
 "    syscall   syscall(SYS_munmap), syscall(SYS_mmap) with the hint: no libc\n"
 "              function is called, so no hook on munmap/mmap sees it\n"
+"    syscall-mremap  syscall(SYS_mremap, MREMAP_FIXED) the buffer away, then\n"
+"              syscall(SYS_mmap, MAP_FIXED) at the old address\n"
+"  --overlap: each transfer as two overlapping ones (first 3/4, last 3/4)\n"
 "  defaults: --op send --reuse munmap --size 1048576 --iters 20 --expect clean\n");
 }
 
@@ -118,6 +129,32 @@ static int pick(const char *arg, const char *const *names, int n, const char *op
 	exit(2);
 }
 
+/*
+ * A comma-separated list of names, each at most once, into out[] (room for
+ * n); returns how many.  Reports and exits on anything else.
+ */
+static int pick_list(const char *arg, const char *const *names, int n,
+		     const char *opt, int *out)
+{
+	char list[128], *save = NULL;
+	int k = 0;
+
+	if (strlen(arg) >= sizeof(list))
+		pick(arg, names, n, opt);	/* (reports it) */
+	strcpy(list, arg);
+	for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		int x = pick(t, names, n, opt);
+
+		for (int j = 0; j < k; j++)
+			if (out[j] == x)
+				pick("(twice)", names, n, opt);
+		out[k++] = x;
+	}
+	if (!k)
+		pick(arg, names, n, opt);
+	return k;
+}
+
 static unsigned long parse_num(const char *arg, const char *opt, unsigned long max)
 {
 	char *end;
@@ -133,6 +170,17 @@ static unsigned long parse_num(const char *arg, const char *opt, unsigned long m
 		exit(2);
 	}
 	return v;
+}
+
+/* Whether the comma-separated list names name. */
+static bool list_has(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *t = list; t; t = strchr(t, ',') ? strchr(t, ',') + 1 : NULL)
+		if (!strncmp(t, name, n) && (t[n] == ',' || !t[n]))
+			return true;
+	return false;
 }
 
 #include "stale-pattern.h"
@@ -209,11 +257,16 @@ static enum verdict judge(const void *buf, size_t len, int i)
 
 /*
  * One operation, iters iterations: the buffer is new memory at the same
- * address every time.  Returns the counts by verdict, summed on rank 0.
+ * address every time, moved whole or (overlap) as two overlapping parts
+ * at their own offsets.  Returns the counts by verdict, summed on rank 0.
  */
 static void run_op(enum op op, enum reuse how, size_t size, unsigned long iters,
-		   MPI_Win win, void *win_mem, long total[4])
+		   bool overlap, MPI_Win win, void *win_mem, long total[4])
 {
+	const size_t q = size / 4;
+	const size_t part_off[2] = { 0, overlap ? q : 0 };
+	const size_t part_len = overlap ? size - q : size;
+	const int nparts = overlap ? 2 : 1;
 	long counts[4] = { 0 };
 	void *buf = NULL, *first = NULL;
 	int rc;
@@ -230,13 +283,19 @@ static void run_op(enum op op, enum reuse how, size_t size, unsigned long iters,
 		case OP_SEND:
 			if (rank == 0) {
 				fill(buf, size, DATA(i));
-				rc = MPI_Send(buf, (int)size, MPI_BYTE, 1, 7, MPI_COMM_WORLD);
-				check_mpi(rc, "MPI_Send");
+				for (int k = 0; k < nparts; k++) {
+					rc = MPI_Send((char *)buf + part_off[k], (int)part_len,
+						      MPI_BYTE, 1, 7, MPI_COMM_WORLD);
+					check_mpi(rc, "MPI_Send");
+				}
 			} else {
 				fill(buf, size, BEFORE(i));
-				rc = MPI_Recv(buf, (int)size, MPI_BYTE, 0, 7, MPI_COMM_WORLD,
-					      MPI_STATUS_IGNORE);
-				check_mpi(rc, "MPI_Recv");
+				for (int k = 0; k < nparts; k++) {
+					rc = MPI_Recv((char *)buf + part_off[k], (int)part_len,
+						      MPI_BYTE, 0, 7, MPI_COMM_WORLD,
+						      MPI_STATUS_IGNORE);
+					check_mpi(rc, "MPI_Recv");
+				}
 				counts[judge(buf, size, (int)i)]++;
 			}
 			break;
@@ -247,9 +306,10 @@ static void run_op(enum op op, enum reuse how, size_t size, unsigned long iters,
 			else
 				fill(win_mem, size, BEFORE(i));
 			check_mpi(MPI_Win_fence(0, win), "MPI_Win_fence");
-			if (rank == 0)
-				check_mpi(MPI_Put(buf, (int)size, MPI_BYTE, 1, 0, (int)size,
-						  MPI_BYTE, win), "MPI_Put");
+			for (int k = 0; rank == 0 && k < nparts; k++)
+				check_mpi(MPI_Put((char *)buf + part_off[k], (int)part_len,
+						  MPI_BYTE, 1, (MPI_Aint)part_off[k],
+						  (int)part_len, MPI_BYTE, win), "MPI_Put");
 			check_mpi(MPI_Win_fence(0, win), "MPI_Win_fence");
 			if (rank == 1)
 				counts[judge(win_mem, size, (int)i)]++;
@@ -261,9 +321,10 @@ static void run_op(enum op op, enum reuse how, size_t size, unsigned long iters,
 			else
 				fill(win_mem, size, DATA(i));
 			check_mpi(MPI_Win_fence(0, win), "MPI_Win_fence");
-			if (rank == 0)
-				check_mpi(MPI_Get(buf, (int)size, MPI_BYTE, 1, 0, (int)size,
-						  MPI_BYTE, win), "MPI_Get");
+			for (int k = 0; rank == 0 && k < nparts; k++)
+				check_mpi(MPI_Get((char *)buf + part_off[k], (int)part_len,
+						  MPI_BYTE, 1, (MPI_Aint)part_off[k],
+						  (int)part_len, MPI_BYTE, win), "MPI_Get");
 			check_mpi(MPI_Win_fence(0, win), "MPI_Win_fence");
 			if (rank == 0)
 				counts[judge(buf, size, (int)i)]++;
@@ -282,7 +343,9 @@ int main(int argc, char **argv)
 {
 	enum op ops[3];
 	int nops = 1;
-	enum reuse how = RE_MUNMAP;
+	enum reuse ways[NR_REUSE];
+	int nways = 1;
+	bool overlap = false;
 	enum { EX_CLEAN, EX_STALE, EX_REPORT } expect = EX_CLEAN;
 	static const char *const expect_names[] = { "clean", "stale", "report" };
 	unsigned long size = 1 << 20, iters = 20;
@@ -292,6 +355,7 @@ int main(int argc, char **argv)
 	bool one_sided = false;
 
 	ops[0] = OP_SEND;
+	ways[0] = RE_MUNMAP;
 	/*
 	 * --reuse free: a fixed mmap threshold (glibc raises a dynamic one
 	 * past a freed mmap()ed chunk's size, and the next malloc() would
@@ -300,7 +364,7 @@ int main(int argc, char **argv)
 	 * buffer.
 	 */
 	for (int a = 1; a + 1 < argc; a++)
-		if (!strcmp(argv[a], "--reuse") && !strcmp(argv[a + 1], "free") &&
+		if (!strcmp(argv[a], "--reuse") && list_has(argv[a + 1], "free") &&
 		    !mallopt(M_MMAP_THRESHOLD, 128 << 10)) {
 			fprintf(stderr, "stale-buffer: mallopt(M_MMAP_THRESHOLD) failed\n");
 			return 2;
@@ -319,6 +383,10 @@ int main(int argc, char **argv)
 			MPI_Finalize();
 			return 0;
 		}
+		if (!strcmp(o, "--overlap")) {
+			overlap = true;
+			continue;
+		}
 		if (a + 1 >= argc) {
 			if (rank == 0)
 				fprintf(stderr, "stale-buffer: unknown option or missing value: '%s'\n", o);
@@ -329,26 +397,18 @@ int main(int argc, char **argv)
 		const char *v = argv[++a];
 
 		if (!strcmp(o, "--op")) {
-			/* a comma-separated list, each at most once */
-			char list[64], *save = NULL;
+			int l[3];
 
-			if (strlen(v) >= sizeof(list))
-				pick(v, op_names, 3, o);	/* (reports it) */
-			strcpy(list, v);
-			nops = 0;
-			for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-				enum op x = pick(t, op_names, 3, o);
+			nops = pick_list(v, op_names, 3, o, l);
+			for (int j = 0; j < nops; j++)
+				ops[j] = (enum op)l[j];
+		} else if (!strcmp(o, "--reuse")) {
+			int l[NR_REUSE];
 
-				for (int j = 0; j < nops; j++)
-					if (ops[j] == x)
-						pick("(twice)", op_names, 3, o);
-				ops[nops++] = x;
-			}
-			if (!nops)
-				pick(v, op_names, 3, o);
-		} else if (!strcmp(o, "--reuse"))
-			how = pick(v, reuse_names, 6, o);
-		else if (!strcmp(o, "--expect"))
+			nways = pick_list(v, reuse_names, NR_REUSE, o, l);
+			for (int j = 0; j < nways; j++)
+				ways[j] = (enum reuse)l[j];
+		} else if (!strcmp(o, "--expect"))
 			expect = pick(v, expect_names, 3, o);
 		else if (!strcmp(o, "--size"))
 			size = parse_num(v, o, 1ul << 30);
@@ -367,6 +427,8 @@ int main(int argc, char **argv)
 	page = (size_t)sysconf(_SC_PAGESIZE);
 	if (size % page)
 		die("--size %lu is not a multiple of the page size (%zu)", size, page);
+	if (overlap && size % (4 * page))
+		die("--overlap: --size %lu is not a multiple of 4 pages", size);
 
 	for (int j = 0; j < nops; j++)
 		one_sided |= ops[j] != OP_SEND;
@@ -376,29 +438,31 @@ int main(int argc, char **argv)
 
 	int status = 0;
 
+	for (int w = 0; w < nways; w++)
 	for (int j = 0; j < nops; j++) {
 		long total[4] = { 0 };
+		enum reuse how = ways[w];
 
-		run_op(ops[j], how, size, iters, win, win_mem, total);
+		run_op(ops[j], how, size, iters, overlap, win, win_mem, total);
 		if (rank != 0)
 			continue;
 
 		long bad = total[V_STALE] + total[V_LOST] + total[V_CORRUPT];
 
-		printf("stale-buffer: op=%s reuse=%s size=%lu iters=%lu: ok %ld, stale %ld, lost %ld, corrupt %ld\n",
-		       op_names[ops[j]], reuse_names[how], size, iters,
+		printf("stale-buffer: op=%s reuse=%s%s size=%lu iters=%lu: ok %ld, stale %ld, lost %ld, corrupt %ld\n",
+		       op_names[ops[j]], reuse_names[how], overlap ? " overlap" : "", size, iters,
 		       total[V_OK], total[V_STALE], total[V_LOST], total[V_CORRUPT]);
 		if (total[V_OK] + bad != (long)iters) {
 			printf("stale-buffer: FAIL: %ld results for %lu iterations\n",
 			       total[V_OK] + bad, iters);
 			status = 1;
 		} else if (expect == EX_CLEAN && bad) {
-			printf("stale-buffer: FAIL: op=%s: expected every iteration to be correct\n",
-			       op_names[ops[j]]);
+			printf("stale-buffer: FAIL: op=%s reuse=%s: expected every iteration to be correct\n",
+			       op_names[ops[j]], reuse_names[how]);
 			status = 1;
 		} else if (expect == EX_STALE && !bad) {
-			printf("stale-buffer: FAIL: op=%s: expected stale data (negative control), every iteration was correct\n",
-			       op_names[ops[j]]);
+			printf("stale-buffer: FAIL: op=%s reuse=%s: expected stale data (negative control), every iteration was correct\n",
+			       op_names[ops[j]], reuse_names[how]);
 			status = 1;
 		}
 		fflush(stdout);

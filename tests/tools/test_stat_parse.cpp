@@ -2,8 +2,8 @@
 //
 // Host tests of ummunot-stat's parsers, collectors (against fixture trees)
 // and renderers.  FIXTURES is the tests/tools/fixtures directory.
-// Catch2's main() comes from tests/unit's unit_main library.
-#include <catch2/catch.hpp>
+// Catch2 and its main() come from tests/unit (catch2_test_dep).
+#include "catch.hpp"
 
 #include <fstream>
 #include <functional>

@@ -4,7 +4,7 @@
 // caller-driven invalidation, a size above which nothing is cached, the fd
 // accessor, extensible structs, shared budgets, and the cache's monitor
 // that refuses to be changed under the cache.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <cstring>
 #include <linux/capability.h>

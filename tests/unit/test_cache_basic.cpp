@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //
 // Hits, misses, alignment, access superset, merging, invalidation.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include "helpers.hpp"
 

@@ -4,7 +4,7 @@
 //  * no stale hit: a registration returned after an invalidation of its
 //    range completed was made after that invalidation began;
 //  * nothing is deregistered while held, everything exactly once.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <atomic>
 #include <thread>

@@ -5,7 +5,7 @@
 // std::stable_sort under load).  Misses on a tiny cache force an eviction
 // on nearly every miss while hitters churn a hot set; nothing held is
 // evicted, nothing crashes, the cache's invariants hold.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <thread>
 #include <vector>

@@ -5,7 +5,7 @@
 // there deregisters nothing.  The parent keeps working, and the child can
 // create and use a cache of its own (liburcu-bp's registry is consistent
 // in the child, so its grace periods end).
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <sys/wait.h>
 #include <thread>

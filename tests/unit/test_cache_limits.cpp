@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //
 // Limits on entries and pinned bytes, LRU eviction, ENOMEM evict-and-retry.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <sys/resource.h>
 

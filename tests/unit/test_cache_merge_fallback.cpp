@@ -6,7 +6,7 @@
 // (ibv_reg_mr gives EFAULT for unmapped pages) or races with the event,
 // and the cache must then register the requested range alone.
 // (tests/verbs/merge-neighbour-freed is the same scenario with verbs.)
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <set>
 

@@ -9,7 +9,7 @@
 // exception), the cache's invariants hold, nothing stale is handed out, and
 // at destroy every registration was deregistered exactly once (ASan's leak
 // checker covers memory).
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <cstdlib>
 #include <new>

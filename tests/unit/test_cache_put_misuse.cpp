@@ -4,7 +4,7 @@
 // nobody holds returns -EINVAL with one failed CAS (no transient count that
 // event processing could see), a put into another cache returns -EINVAL
 // and changes neither cache.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <thread>
 

@@ -3,7 +3,7 @@
 // The registration race: the range changes after the module started
 // watching it but before/while the backend pins it.  The cache must notice
 // (the event arrives for the new handle) and never publish that pin.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include "helpers.hpp"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //
 // Ring overflow: the cache resyncs and drops every entry.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <vector>
 

@@ -5,7 +5,7 @@
 // application also uses liburcu itself, in either order.  Afterwards grace
 // periods still end: misses that reclaim memory (synchronize_rcu under the
 // cache's lock) complete.  A wedge shows as the test's timeout.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <pthread.h>
 #include <thread>

@@ -3,7 +3,7 @@
 // The cache publishes its counters in the ring's user area
 // (include/ummunot/user_area.h), which the kernel shows in fdinfo for
 // ummunot-stat.  Read back here from the fake device's header page.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <ummunot/user_area.h>
 

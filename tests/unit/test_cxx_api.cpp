@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 //
 // The header-only C++ wrappers: RAII put, exceptions carry the errno.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <ummunot/ummunot.hpp>
 

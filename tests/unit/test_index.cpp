@@ -5,7 +5,7 @@
 // ranges, a randomised model check against a brute-force list, many
 // entries, the cost of erasing k of n (nodes copied), and readers under
 // RCU racing a writer (run under TSan by the sanitizer build).
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <algorithm>
 #include <atomic>

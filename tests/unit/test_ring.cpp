@@ -2,7 +2,7 @@
 //
 // The monitor's ring consumer against the fake producer: handshake,
 // events, clipping, wraparound, overflow and resync, changed().
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <vector>
 
