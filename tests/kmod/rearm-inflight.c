@@ -54,7 +54,14 @@ int main(int argc, char **argv)
 	t_init(argc, argv);
 	len = (size_t)mib << 20;
 	t_file_open(&f, 0);
-	p = t_map_anon(len / t_page, true);
+	p = t_map_anon(len / t_page, false);
+	/* Small pages only: khugepaged collapsing the range would be a real
+	 * change of the region's pages, and an event the checks below do not
+	 * expect (seen once on 6.1: CLEAR up to a 2 MiB boundary).  EINVAL:
+	 * a kernel without transparent huge pages (PREEMPT_RT). */
+	if (madvise(p, len, MADV_NOHUGEPAGE) && errno != EINVAL)
+		t_fail("madvise(MADV_NOHUGEPAGE): %s", t_errname(errno));
+	t_touch(p, len);
 	h = t_register(&f, (uintptr_t)p, len, 7);
 
 	for (unsigned int r = 0; r < rounds; r++) {
@@ -76,17 +83,24 @@ int main(int argc, char **argv)
 		while (!t_pending(&f))
 			sched_yield();
 		t_take(&f, &ev);
-		t_check_event("the zap's event", &ev, 7, h, (uintptr_t)p,
-			      (uintptr_t)p + len, UMMUNOT_EVENT_CLEAR);
+		/* The zap's event, or (rarely) another change that came first:
+		 * either way the region is disarmed, and a zap that has not
+		 * started by the REARM below is reported again. */
+		T_EQ("event cookie", 7u, ev.cookie);
+		T_EQ("event handle", h, ev.handle);
+		if (ev.type != UMMUNOT_EVENT_CLEAR || ev.start != (uintptr_t)p ||
+		    ev.end != (uintptr_t)p + len)
+			t_log("round %u: an event other than the zap's came first: type %u [%#llx, %#llx)",
+			      r, ev.type, (unsigned long long)ev.start, (unsigned long long)ev.end);
 		f.next_seq = ev.seq + 1;
 		t_rearm(&f, h);
 		*marker = (char)(0x5a + r);
 		T_EQ("pthread_join", 0, pthread_join(th, NULL));
 		T_EQ("madvise(MADV_DONTNEED) in the zap thread", 0, z.ret);
 		if (*marker == (char)(0x5a + r)) {
+			/* (Any event since REARM, e.g. a page migrated by
+			 * compaction, is drained at the top of the next round.) */
 			kept++;
-			/* Nothing changed since REARM: no event. */
-			t_expect_no_event(&f, "marker kept after REARM");
 		} else if (t_pending(&f)) {
 			reported++;	/* changed after REARM, and said so */
 			t_take(&f, &ev);
