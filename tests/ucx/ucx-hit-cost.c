@@ -24,24 +24,11 @@
 
 #include <ucs/datastruct/pgtable.h>
 
+#include "bench-util.h"
 #include "noop-rcache.h"
 
 #define BATCHES 31
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
 
 static ucs_pgt_dir_t *dir_alloc(const ucs_pgtable_t *pgt)
 {
@@ -88,28 +75,29 @@ int main(int argc, char **argv)
 	if (ucs_pgtable_insert(&table, &preg) != UCS_OK)
 		return 1;
 	for (b = 0; b < BATCHES; b++) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = bu_now_ns();
 
 		for (i = 0; i < per; i++) {
 			if (noop_rcache_get(rc, buf, len, PROT_READ | PROT_WRITE, NULL, &r) != UCS_OK)
 				return 1;
 			ucs_rcache_region_put(rc, r);
 		}
-		get[b] = (double)(now_ns() - t0) / per;
-		t0 = now_ns();
+		get[b] = (double)(bu_now_ns() - t0) / per;
+		t0 = bu_now_ns();
 		for (i = 0; i < per; i++)
 			if (ucs_pgtable_lookup(&table, preg.start + (i & 255) * 64) != &preg)
 				return 1;
-		pgt[b] = (double)(now_ns() - t0) / per;
+		pgt[b] = (double)(bu_now_ns() - t0) / per;
 	}
-	qsort(get, BATCHES, sizeof(get[0]), cmp);
-	qsort(pgt, BATCHES, sizeof(pgt[0]), cmp);
+	double get_median = bu_median(get, BATCHES);	/* (sorts: [0] is the minimum) */
+	double pgt_median = bu_median(pgt, BATCHES);
+
 	ucs_pgtable_remove(&table, &preg);
 	ucs_pgtable_cleanup(&table);
 	ucs_rcache_destroy(rc);
 	printf("%-10s adapter %d: get+put %.1f ns median (%.1f min), foreign pgtable lookup %.1f ns "
 	       "median (%.1f min), %u per batch, %d batches\n", argv[1],
-	       dlsym(RTLD_DEFAULT, "ummunot_ucx_stats") != NULL, get[BATCHES / 2], get[0],
-	       pgt[BATCHES / 2], pgt[0], per, BATCHES);
+	       dlsym(RTLD_DEFAULT, "ummunot_ucx_stats") != NULL, get_median, get[0],
+	       pgt_median, pgt[0], per, BATCHES);
 	return 0;
 }
