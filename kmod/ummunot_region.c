@@ -8,7 +8,7 @@
  *
  *   REGISTER:   1. without ctx->lock: charge the user and mm limits, copy
  *                  and validate every element, allocate every region;
- *               2. under ctx->lock: check max_regions, allocate handles,
+ *               2. under ctx->lock: check max_regions, assign handles,
  *                  count the regions (armed), insert the notifiers (only
  *                  the first insert in an mm can fail) and wait out
  *                  in-flight invalidations;
@@ -33,7 +33,6 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
-#include <linux/xarray.h>
 
 #include "ummunot_priv.h"
 
@@ -51,23 +50,6 @@ int ummunot_region_cache_init(void)
 void ummunot_region_cache_exit(void)
 {
 	kmem_cache_destroy(ummunot_kregion_cache);
-}
-
-static unsigned long ummunot_handle_id(u64 handle)
-{
-	return (unsigned long)(handle & UMMUNOT_HANDLE_ID_MASK);
-}
-
-static struct ummunot_kregion *ummunot_region_lookup(struct ummunot_ctx *ctx,
-						     u64 handle)
-{
-	struct ummunot_kregion *r;
-
-	lockdep_assert_held(&ctx->lock);
-	r = xa_load(&ctx->regions, ummunot_handle_id(handle));
-	if (!r || ummunot_kregion_handle(r) != handle)
-		return NULL;
-	return r;
 }
 
 /* Read and check the batch descriptor common to all three ioctls. */
@@ -228,13 +210,12 @@ static void ummunot_count_regions(struct ummunot_ctx *ctx, u32 count)
 }
 
 /*
- * Undo REGISTER phases 2-3 for the chain at @head: @nr_ids regions have a
- * handle, the first @nr_inserted of them are in the notifier tree, and
- * if @counted all of them are in nr_regions/nr_armed.
+ * Undo REGISTER phases 2-3 for the chain at @head: every region has a
+ * handle and is counted in nr_regions/nr_armed, the first @nr_inserted of
+ * them are in the notifier tree.
  */
 static void ummunot_register_undo(struct ummunot_ctx *ctx,
-				  struct ummunot_kregion *head, u32 nr_ids,
-				  u32 nr_inserted, bool counted)
+				  struct ummunot_kregion *head, u32 nr_inserted)
 {
 	struct ummunot_kregion *r;
 	u32 i, armed = 0, nr = 0;
@@ -244,10 +225,8 @@ static void ummunot_register_undo(struct ummunot_ctx *ctx,
 		mmu_interval_notifier_remove(&r->mni);
 		cond_resched();
 	}
-	for (r = head, i = 0; r && i < nr_ids; r = r->next, i++)
-		xa_erase(&ctx->regions, r->id);
-	if (!counted)
-		return;
+	for (r = head; r; r = r->next)
+		ummunot_handle_del(ctx, r);
 
 	spin_lock(&ctx->event_lock);
 	for (r = head; r; r = r->next) {
@@ -267,7 +246,7 @@ static long ummunot_register_commit(struct ummunot_ctx *ctx,
 {
 	struct ummunot_region __user *uregs = u64_to_user_ptr(b->ptr);
 	struct ummunot_kregion *r;
-	u32 i, nr_ids = 0, nr_inserted = 0;
+	u32 i, nr_inserted = 0;
 	long ret;
 
 	lockdep_assert_held(&ctx->lock);
@@ -276,24 +255,10 @@ static long ummunot_register_commit(struct ummunot_ctx *ctx,
 		return -ENOSPC;
 	}
 
-	/* Handles. */
-	for (r = head, i = 0; r; r = r->next, i++) {
-		u32 id;
-		int err;
-
-		b->error_index = i;
-		err = xa_alloc_cyclic(&ctx->regions, &id, r, xa_limit_32b,
-				      &ctx->next_id, GFP_KERNEL_ACCOUNT);
-		if (err < 0) {
-			ret = err == -EBUSY ? -ENOSPC : err;
-			goto undo;
-		}
-		if (err == 1)		/* ids wrapped: new handles differ from old */
-			ctx->handle_gen++;
-		r->id = id;
-		r->gen = ctx->handle_gen;
+	/* Handles: allocate nothing, cannot fail. */
+	for (r = head; r; r = r->next) {
+		ummunot_handle_add(ctx, r);
 		r->armed = true;
-		nr_ids++;
 	}
 
 	/*
@@ -352,10 +317,7 @@ static long ummunot_register_commit(struct ummunot_ctx *ctx,
 	return 0;
 
 undo_counted:
-	ummunot_register_undo(ctx, head, nr_ids, nr_inserted, true);
-	return ret;
-undo:
-	ummunot_register_undo(ctx, head, nr_ids, 0, false);
+	ummunot_register_undo(ctx, head, nr_inserted);
 	return ret;
 }
 
@@ -424,7 +386,7 @@ static void ummunot_region_destroy(struct ummunot_ctx *ctx,
 {
 	/* Waits for a callback running on this region to finish. */
 	mmu_interval_notifier_remove(&r->mni);
-	xa_erase(&ctx->regions, r->id);
+	ummunot_handle_del(ctx, r);
 
 	spin_lock(&ctx->event_lock);
 	if (r->armed)
@@ -441,7 +403,7 @@ static long ummunot_handle_one(void *arg, const void *elem)
 	struct ummunot_chain *c = arg;
 	struct ummunot_kregion *r;
 
-	r = ummunot_region_lookup(c->ctx, *(const u64 *)elem);
+	r = ummunot_handle_lookup(c->ctx, *(const u64 *)elem);
 	if (!r)
 		return -ENOENT;
 	if (r->marked)
@@ -573,14 +535,10 @@ long ummunot_ioctl_rearm(struct ummunot_ctx *ctx,
 /* File release: stop watching everything.  No ioctl can run any more. */
 void ummunot_regions_release(struct ummunot_ctx *ctx)
 {
-	struct ummunot_kregion *r;
-	unsigned long id;
-
 	mutex_lock(&ctx->lock);
-	xa_for_each(&ctx->regions, id, r) {
-		ummunot_region_destroy(ctx, r);
+	while (ctx->last) {
+		ummunot_region_destroy(ctx, ctx->last);
 		cond_resched();
 	}
 	mutex_unlock(&ctx->lock);
-	xa_destroy(&ctx->regions);
 }
