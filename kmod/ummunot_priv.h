@@ -54,6 +54,8 @@
 #define UMMUNOT_CHUNK_BYTES	2048
 #define UMMUNOT_REGION_CHUNK	(UMMUNOT_CHUNK_BYTES / sizeof(struct ummunot_region))
 #define UMMUNOT_HANDLE_CHUNK	(UMMUNOT_CHUNK_BYTES / sizeof(u64))
+/* REGISTER batches of at most this many are copied through the stack. */
+#define UMMUNOT_REGION_STACK	4
 /*
  * UNREGISTER and REARM copy handles through an on-stack buffer of this many,
  * so that they allocate nothing and cannot fail with ENOMEM.

@@ -3,8 +3,9 @@
  * ummunot: watched regions - REGISTER, UNREGISTER, REARM and release.
  *
  * Batches are all-or-nothing.  No allocation is sized by the caller's
- * count: the array is copied through a fixed buffer (UMMUNOT_CHUNK_BYTES),
- * and the regions of a batch are chained through ->next.
+ * count: the array is copied through a fixed buffer (UMMUNOT_CHUNK_BYTES;
+ * on the stack for batches of up to UMMUNOT_REGION_STACK regions), and the
+ * regions of a batch are chained through ->next.
  *
  *   REGISTER:   1. without ctx->lock: charge the user and mm limits, copy
  *                  and validate every element, allocate every region;
@@ -125,7 +126,16 @@ ummunot_batch_walk(struct ummunot_batch *b, void *buf, size_t size, u32 chunk,
 		unsigned long left;
 
 		n = min_t(u32, b->count - i, chunk);
-		left = copy_from_user(buf, uarray + (size_t)i * size, n * size);
+		/*
+		 * One element (the common single-region call) is copied with
+		 * a size known at compile time, which skips the hardened
+		 * usercopy object check (__check_object_size()).
+		 */
+		if (n == 1)
+			left = copy_from_user(buf, uarray + (size_t)i * size, size);
+		else
+			left = copy_from_user(buf, uarray + (size_t)i * size,
+					      n * size);
 		full = n - DIV_ROUND_UP(left, size);
 		for (j = 0; j < full; j++) {
 			b->error_index = i + j;
@@ -191,12 +201,12 @@ static long ummunot_register_one(void *arg, const void *elem)
  */
 static long ummunot_register_prepare(struct ummunot_ctx *ctx,
 				     struct ummunot_batch *b,
-				     struct ummunot_region *buf,
+				     struct ummunot_region *buf, u32 chunk,
 				     struct ummunot_kregion **headp)
 {
 	struct ummunot_chain c = { .ctx = ctx, .tail = headp };
 
-	return ummunot_batch_walk(b, buf, sizeof(*buf), UMMUNOT_REGION_CHUNK,
+	return ummunot_batch_walk(b, buf, sizeof(*buf), chunk,
 				  ummunot_register_one, &c);
 }
 
@@ -324,9 +334,11 @@ undo_counted:
 long ummunot_ioctl_register(struct ummunot_ctx *ctx,
 			    struct ummunot_batch __user *ubatch)
 {
+	struct ummunot_region sbuf[UMMUNOT_REGION_STACK];
 	struct ummunot_kregion *head = NULL;
-	struct ummunot_region *buf;
+	struct ummunot_region *buf = sbuf;
 	struct ummunot_batch b = {};
+	u32 chunk = UMMUNOT_REGION_STACK;
 	u64 nr;
 	long ret;
 
@@ -347,13 +359,22 @@ long ummunot_ioctl_register(struct ummunot_ctx *ctx,
 	if (ret)
 		goto out;	/* error_index: count */
 
-	buf = kmalloc(UMMUNOT_CHUNK_BYTES, GFP_KERNEL);
-	if (!buf) {
-		ret = -ENOMEM;
-		goto out_uncharge;
+	/*
+	 * Small batches go through the stack: a kmalloc()ed chunk cost a
+	 * third of a single-region REGISTER (allocation, zeroing under
+	 * init_on_alloc, the usercopy heap check, kfree()).
+	 */
+	if (b.count > UMMUNOT_REGION_STACK) {
+		buf = kmalloc(UMMUNOT_CHUNK_BYTES, GFP_KERNEL);
+		if (!buf) {
+			ret = -ENOMEM;
+			goto out_uncharge;
+		}
+		chunk = UMMUNOT_REGION_CHUNK;
 	}
-	ret = ummunot_register_prepare(ctx, &b, buf, &head);
-	kfree(buf);
+	ret = ummunot_register_prepare(ctx, &b, buf, chunk, &head);
+	if (buf != sbuf)
+		kfree(buf);
 	if (ret)
 		goto out_free;
 
