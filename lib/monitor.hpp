@@ -42,6 +42,20 @@ public:
 	// hot path without going through this object.
 	const __u64 *generation_word() const { return &hdr_->generation; }
 
+	// The word changed() compares with, for the inline check of
+	// <ummunot/ummunot.h> (ummunot_monitor_check_init()): C code loads it
+	// with __atomic_load_n(), the builtin std::atomic is made of.
+	const std::uint64_t *seen_word() const
+	{
+		static_assert(sizeof(seen_gen_) == sizeof(std::uint64_t) &&
+			      alignof(decltype(seen_gen_)) == alignof(std::uint64_t) &&
+			      std::atomic<std::uint64_t>::is_always_lock_free);
+		return reinterpret_cast<const std::uint64_t *>(&seen_gen_);
+	}
+
+	// The fork generation this monitor was opened in (see forked()).
+	std::uint64_t fork_gen() const { return fork_gen_; }
+
 	bool changed() const
 	{
 		return generation() != seen_gen_.load(std::memory_order_relaxed);
