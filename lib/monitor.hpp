@@ -21,6 +21,14 @@
 #include "fork.hpp"
 #include "ring.hpp"
 
+struct ummunot_monitor;
+
+namespace ummunot::detail {
+// The monitor is being destroyed: its seen word is no longer handed out
+// (monitor_check.cpp).
+void check_words_forget(const ummunot_monitor *m);
+} // namespace ummunot::detail
+
 struct ummunot_monitor {
 public:
 	static int open(std::unique_ptr<ummunot::detail::device> dev,
@@ -53,8 +61,14 @@ public:
 		return reinterpret_cast<const std::uint64_t *>(&seen_gen_);
 	}
 
-	// The fork generation this monitor was opened in (see forked()).
-	std::uint64_t fork_gen() const { return fork_gen_; }
+	// In a forked child, from the fork handler of monitor_check.cpp:
+	// the inline check reads "changed" without touching the ring.
+	void poison_seen() { seen_gen_.store(UMMUNOT_CHECK_FORKED, std::memory_order_relaxed); }
+
+	// ummunot_monitor_check_init() handed out seen_word(): the fork
+	// handler must poison it, and the destructor forget this monitor.
+	// Under the lock of monitor_check.cpp.
+	mutable bool check_words_out = false;
 
 	bool changed() const
 	{

@@ -85,7 +85,11 @@ static void mon_open(struct mon *m, enum kind k, size_t max_regions)
 		m->fd = ummunot_monitor_fd(m->um);
 		return;
 	}
-	m->fd = BU_SYS("open " KDREG2_DEVICE_NAME, open(KDREG2_DEVICE_NAME, O_RDWR | O_CLOEXEC));
+	/* Non-blocking: a consumer that polls (a blocking read() sleeps
+	 * without kdreg2's mutex, but would wait for an event the other
+	 * thread already took). */
+	m->fd = BU_SYS("open " KDREG2_DEVICE_NAME,
+		       open(KDREG2_DEVICE_NAME, O_RDWR | O_CLOEXEC | O_NONBLOCK));
 	struct kdreg2_config_data cfg = {.max_regions = max_regions};
 	BU_SYS("KDREG2_IOCTL_CONFIG_DATA", ioctl(m->fd, KDREG2_IOCTL_CONFIG_DATA, &cfg));
 	m->st = cfg.status_data;
@@ -385,12 +389,9 @@ static void row_native(void)
 	st.monitoring_state_base = states;
 	states[17].u.state.val = 3;
 	struct ummunot_monitor_check chk;
-	static uint64_t fork_gen;
 	/* What ummunot_monitor_check_init() fills, pointing at plain words. */
 	chk.generation = &hdr_gen;
 	chk.seen = &seen;
-	chk.fork_generation = &fork_gen;
-	chk.fork_seen = 0;
 	const struct ummunot_monitor_check *cp = &chk;
 	const struct kdreg2_status_data *sp = &st;
 	const struct kdreg2_monitoring_params *kpp = &kp;
