@@ -74,7 +74,16 @@ struct reg {
 	struct kdreg2_monitoring_params kp;		/* kdreg2 */
 };
 
+/* Cookies index um_seen[] below. */
+#define MAX_COOKIES (1u << 22)
 static uint64_t next_cookie = 1;
+
+static uint64_t new_cookie(void)
+{
+	if (next_cookie >= MAX_COOKIES)
+		bu_die("more than %u regions registered in one run", MAX_COOKIES);
+	return next_cookie++;
+}
 
 static void mon_open(struct mon *m, enum kind k, size_t max_regions)
 {
@@ -108,7 +117,7 @@ static void mon_close(struct mon *m)
 /* Register one region; 0 or -errno. */
 static int mon_reg(struct mon *m, struct reg *r)
 {
-	r->cookie = next_cookie++;
+	r->cookie = new_cookie();
 	if (m->kind == UM) {
 		struct ummunot_region ur = {.start = r->start, .length = r->len,
 					    .cookie = r->cookie};
@@ -150,7 +159,7 @@ static void mon_reg_many(struct mon *m, struct reg *r, size_t n)
 	for (size_t i = 0; i < n; i += 4096) {
 		unsigned int c = n - i < 4096 ? (unsigned int)(n - i) : 4096;
 		for (unsigned int j = 0; j < c; j++) {
-			r[i + j].cookie = next_cookie++;
+			r[i + j].cookie = new_cookie();
 			ur[j] = (struct ummunot_region){.start = r[i + j].start,
 				.length = r[i + j].len, .cookie = r[i + j].cookie};
 		}
@@ -165,7 +174,6 @@ static void mon_reg_many(struct mon *m, struct reg *r, size_t n)
  * ummunot: events read so far, by cookie (the main thread is the ring's only
  * consumer).  Cookies are small integers: a bitmap of "seen".
  */
-#define MAX_COOKIES (1u << 22)
 static uint8_t um_seen[MAX_COOKIES];
 
 static void um_drain(struct mon *m)
@@ -176,7 +184,7 @@ static void um_drain(struct mon *m)
 	while ((n = ummunot_monitor_read(m->um, ev, 64)) > 0)
 		for (int i = 0; i < n; i++)
 			if (ev[i].cookie < MAX_COOKIES)
-				um_seen[ev[i].cookie] = 1;
+				um_seen[ev[i].cookie] = 1;	/* else the second thread's */
 	if (n == -EOVERFLOW)
 		bu_die("ummunot ring overflow");
 	BU_OK("ummunot_monitor_read", n);
