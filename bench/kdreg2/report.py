@@ -32,7 +32,7 @@ def rows_of(d):
                     f"{c['kdreg2_inline_min_ns']:.2f} ns", f"{c['out_of_line_ratio']:.2f}"))
     if "native" in d:
         c = d["native"]
-        out.append(("\"changed?\" inline, host CPU (min)", f"{c['ummunot_inline_min_ns']:.2f} ns",
+        out.append(("\"changed?\" inline on plain memory, no module (min)", f"{c['ummunot_inline_min_ns']:.2f} ns",
                     f"{c['kdreg2_inline_min_ns']:.2f} ns", f"{c['inline_ratio']:.2f}"))
     if "consume" in d:
         c = d["consume"]
