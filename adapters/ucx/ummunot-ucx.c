@@ -580,18 +580,37 @@ static int env_on(const char *name)
 	return e && *e && strcmp(e, "0");
 }
 
+/*
+ * Fail-closed (UMMUNOT_REQUIRE=1, set by ummunot-exec in mode require):
+ * the adapter could not become active, and the line above said why.  The
+ * process must not run on unprotected: exit with ummunot-exec's status.
+ */
+static void require_active(void)
+{
+	static const char msg[] = "libummunot-ucx: not active and UMMUNOT_REQUIRE is set, exiting\n";
+
+	if (!env_on("UMMUNOT_REQUIRE"))
+		return;
+	(void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);	/* exiting either way */
+	_exit(126);
+}
+
 static void start(void)
 {
 	struct ummunot_monitor *m;
 
 	if (env_on("UMMUNOT_UCX_STATS"))
 		atexit(print_stats);
-	g.verbose = env_on("UMMUNOT_UCX_VERBOSE");
-	if (!version_gate())
+	g.verbose = env_on("UMMUNOT_UCX_VERBOSE") || env_on("UMMUNOT_VERBOSE");
+	if (!version_gate()) {
+		require_active();
 		return;		/* refused: UCX as configured */
+	}
 	m = open_monitor();
-	if (!m)
+	if (!m) {
+		require_active();
 		return;		/* passive: UCX as configured */
+	}
 	atomic_store(&g.mon, m);
 	publish_check(m);
 	/* After the open: libummunot's fork handler is installed, and
@@ -614,6 +633,7 @@ static void refuse_late(const char *why)
 	fprintf(stderr, "libummunot-ucx: refusing: %s; active 0, UCX's registration "
 		"caches created from now on get no events from ummunot\n", why);
 	atomic_store(&g.refused, 1);
+	require_active();
 	if (atomic_exchange(&g.active, 0) && !atomic_load(&g.rcaches))
 		g.unset_external_event(UCM_EVENT_VM_UNMAPPED);
 }
