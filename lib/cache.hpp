@@ -177,7 +177,7 @@ private:
 
 	std::unique_ptr<ummunot_monitor> mon_;
 	ummunot::detail::backend be_;
-	ummunot_budget *budget_ = nullptr;
+	ummunot::detail::budget_ref budget_;	// held from create() on
 	std::uint64_t page_ = 4096;
 	std::uint64_t max_entries_ = 0, max_pinned_ = 0, max_cached_ = 0;
 	std::uint32_t priv_size_ = 0;

@@ -40,7 +40,7 @@ int ummunot_cache::create(std::unique_ptr<ummunot_monitor> mon, const backend &b
 	c->max_entries_ = std::min(me, regions - 1);
 	c->max_pinned_ = cfg.max_pinned_bytes ? cfg.max_pinned_bytes : UINT64_MAX;
 	c->max_cached_ = cfg.max_cached_length;
-	c->budget_ = cfg.budget ? cfg.budget : &ummunot_budget::process_default();
+	c->budget_ = budget_ref(cfg.budget ? *cfg.budget : ummunot_budget::process_default());
 	if (c->effective_cap() < c->page_)
 		return -ENOMEM;
 
@@ -50,7 +50,6 @@ int ummunot_cache::create(std::unique_ptr<ummunot_monitor> mon, const backend &b
 	c->mon_ = std::move(mon);
 	c->mon_->set_owned();
 	c->gen_word_ = c->mon_->generation_word();
-	c->budget_->attach();
 	if (ummunot_user_area *ua = c->mon_->user_area()) {
 		// Version and the (zero) counters first, magic last: a reader
 		// that sees the magic sees a user area in our format.  The
@@ -118,7 +117,6 @@ void ummunot_cache::free_all_locked(bool deregister)
 		free_entry(e);
 		e = n;
 	}
-	budget_->detach();
 }
 
 entry *ummunot_cache::new_entry()
