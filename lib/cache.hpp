@@ -118,6 +118,9 @@ public:
 	static int create(std::unique_ptr<ummunot_monitor> mon,
 			  const ummunot::detail::backend &be,
 			  const ummunot_cache_config &config, ummunot_cache **out);
+	// ummunot_cache_destroy(): deletes c, or, in a forked child whose
+	// parent had another thread inside c, abandons it (see cache_entry.cpp).
+	static void destroy(ummunot_cache *c);
 	~ummunot_cache();
 	ummunot_cache(const ummunot_cache &) = delete;
 	ummunot_cache &operator=(const ummunot_cache &) = delete;

@@ -187,7 +187,7 @@ int ummunot_cache_create_ops(const struct ummunot_cache_ops *ops, void *ctx,
 
 void ummunot_cache_destroy(struct ummunot_cache *cache)
 {
-	delete cache;
+	ummunot_cache::destroy(cache);
 }
 
 int ummunot_cache_get(struct ummunot_cache *cache, const void *addr, size_t length,

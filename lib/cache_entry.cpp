@@ -71,25 +71,38 @@ std::uint64_t ummunot_cache::effective_cap() const
 	return std::min(max_pinned_, budget_->limit());
 }
 
+void ummunot_cache::destroy(ummunot_cache *c)
+{
+	if (!c)
+		return;
+	if (c->forked()) {
+		// In a forked child.  If another thread of the parent held mu_
+		// at the fork, any structure (lists, the index, the handle map,
+		// the retire lists) may be half-way through a change, and every
+		// destructor would walk it.  Touch none of it: close the
+		// descriptor (else the parent's regions would live on until
+		// this child exits) and leave the memory, a leak of the cache's
+		// size at the fork, in this child only.
+		if (!c->mu_.try_lock()) {
+			if (int fd = c->fd(); fd >= 0)
+				::close(fd);
+			return;
+		}
+		c->mu_.unlock();
+	}
+	delete c;
+}
+
 ummunot_cache::~ummunot_cache()
 {
-	if (forked()) {
-		// In a forked child the registrations are the parent's (never
-		// deregister them here) and the ring is not mapped.  If another
-		// thread held mu_ when the parent forked, the structures may be
-		// half-changed: leave them (a bounded leak in the child) rather
-		// than walk them.
-		if (mu_.try_lock()) {
-			free_all_locked(false);
-			mu_.unlock();
-		}
-		return;
-	}
 	std::lock_guard<std::mutex> g(mu_);
-	// Putting a registration back after destroy is a caller bug
-	// (documented); entries still held are deregistered anyway so that
-	// nothing stays pinned.  The regions go away with the file.
-	free_all_locked(true);
+	// In a forked child (destroy() made sure that no thread of the
+	// parent was inside) the registrations are the parent's: never
+	// deregister them here; the ring is not mapped.  Otherwise, putting a
+	// registration back after destroy is a caller bug (documented);
+	// entries still held are deregistered anyway so that nothing stays
+	// pinned.  The regions go away with the file.
+	free_all_locked(!forked());
 }
 
 // Everything goes.  No reader can be inside the index (destroy must not
