@@ -41,7 +41,7 @@
 namespace ummunot::detail {
 
 struct entry {
-	ummunot_reg pub;			// handed out; must stay first
+	ummunot_reg pub{};			// handed out; must stay first
 	std::atomic<std::uint64_t> refs{0};	// users | REFERENCED | DEAD
 	ummunot_cache *owner = nullptr;		// put() checks it
 	// The module's handle while the entry is watched (in_module or
