@@ -522,8 +522,10 @@ void ummunot_cache::reclaim_locked(bool force)
 		return;
 	// Every reader that could still hold a retired node or entry was
 	// inside a read-side critical section that began before they were
-	// unpublished; wait for those to finish.
-	rcu_synchronize();
+	// unpublished; wait for those to finish.  Not inside the caller's own
+	// liburcu-bp read-side critical section: then a later call frees them.
+	if (!rcu_try_synchronize())
+		return;
 	for (entry *e = retired_entries_; e;) {
 		entry *n = e->next;
 		free_entry(e);
