@@ -28,14 +28,12 @@ namespace {
 
 constexpr std::uint64_t default_max_entries = 65536;
 
-} // namespace
-
 // The hit counters' shard: the CPU we run on, read from the thread's rseq
 // area that glibc (2.35+) registers, one load; no thread-local storage of
 // our own and no system call (sched_getcpu() costs about 10 ns here).  Any
 // value is correct: the counters are atomic, sharding only spreads the
 // cache lines.  Without rseq every thread uses shard 0.
-unsigned int ummunot::detail::shard_index()
+unsigned int shard_index()
 {
 #if UMMUNOT_HAVE_RSEQ
 	if (__rseq_size >= offsetof(struct rseq, cpu_id) + sizeof(__u32)) {
@@ -48,6 +46,8 @@ unsigned int ummunot::detail::shard_index()
 #endif
 	return 0;
 }
+
+} // namespace
 
 // A writer section: mu_ held, end_writer() run on the way out, whichever
 // way that is.

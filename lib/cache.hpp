@@ -42,9 +42,6 @@ struct alignas(64) stat_shard {
 	std::atomic<std::uint64_t> misses{0};
 };
 
-// The shard of the CPU we run on (see cache.cpp).
-unsigned int shard_index();
-
 } // namespace ummunot::detail
 
 struct ummunot_cache {
