@@ -197,6 +197,7 @@ int ummunot_cache::get(std::uint64_t addr, std::uint64_t len, int access,
 		// Another thread added it meanwhile; under mu_ the working
 		// index cannot change under us.
 		sh.hits.fetch_add(1, std::memory_order_relaxed);
+		r = 0;
 	} else {
 		sh.misses.fetch_add(1, std::memory_order_relaxed);
 		r = miss(a, b, access, &e);
