@@ -89,6 +89,9 @@ private:
 	int miss_uncached(std::uint64_t a, std::uint64_t b, int access, entry **out);
 	int make_room(std::uint64_t bytes, std::size_t removed, const entry *const *keep,
 		      std::size_t nkeep);
+	int watch(entry *e, const entry *const *keep, std::size_t nkeep);
+	int pin(entry *e, int access, const entry *const *keep, std::size_t nkeep);
+	int changed_while_pinned(entry *e);
 
 	// Configuration.
 	const std::unique_ptr<ummunot_monitor> mon_;

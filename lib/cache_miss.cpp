@@ -103,6 +103,82 @@ int ummunot_cache::make_room(std::uint64_t bytes, std::size_t removed,
 	return 0;
 }
 
+// 3. Watch [e->start(), e->end()): from here on every change produces an
+// event.  Nothing to undo on failure.  keep: the entries being merged
+// (never evicted to make room in the module).
+int ummunot_cache::watch(entry *e, const entry *const *keep, std::size_t nkeep)
+{
+	ummunot_region rg{};
+	rg.start = e->start();
+	rg.length = e->pub.length;
+	rg.cookie = entries_.new_cookie(e);
+	int r = mon_->register_regions(&rg, 1, nullptr);
+	if (r == -ENOSPC && entries_.evict_unused(keep, nkeep)) {
+		// The module's per-process or per-user limit (not only
+		// max_regions, which max_entries stays under): our own unused
+		// entries hold regions too.
+		entries_.settle();
+		r = mon_->register_regions(&rg, 1, nullptr);
+	}
+	if (r)
+		return r;
+	if (!entries_.watch(e, rg.handle)) {
+		std::uint64_t h = rg.handle;
+		(void)mon_->handles_op(UMMUNOT_IOC_UNREGISTER, &h, 1, nullptr);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+// 4. Pin it (the backend's reg).  On failure the watch is undone: e is
+// killed, its region unregistered.
+int ummunot_cache::pin(entry *e, int access, const entry *const *keep, std::size_t nkeep)
+{
+	void *mr = nullptr;
+	std::uint32_t lkey = 0, rkey = 0;
+	void *priv = entries_.priv_of(e);
+	auto *addr = reinterpret_cast<void *>(e->start());
+	int r = be_.reg(addr, e->pub.length, access, priv, &mr, &lkey, &rkey);
+	if (r == -ENOMEM) {
+		// The kernel's RLIMIT_MEMLOCK, or memory: make room.
+		pins_.refresh();
+		entries_.evict_unused(keep, nkeep);
+		entries_.settle();
+		entries_.clear_priv(e);
+		r = be_.reg(addr, e->pub.length, access, priv, &mr, &lkey, &rkey);
+	}
+	if (r) {
+		entries_.kill(e);
+		entries_.settle();
+		entries_.clear_priv(e);
+		return r;
+	}
+	entries_.registered(e);
+	e->pub.mr = mr;
+	e->pub.lkey = lkey;
+	e->pub.rkey = rkey;
+	return 0;
+}
+
+// 5. Did the range change between 3 and 4?  Drain and look.  0: no; 1: it
+// did; a negative errno: the drain failed.  Unless 0, the registration and
+// the watch are undone.
+int ummunot_cache::changed_while_pinned(entry *e)
+{
+	int r = pump_.drain(entries_);
+	if (r > 0)
+		r = 0;
+	bool dead = e->refs.load(std::memory_order_relaxed) & entry::DEAD;
+	if (!r && !dead)
+		return 0;
+	if (!dead)
+		entries_.kill(e);
+	entries_.settle();
+	entries_.drop_registration(e);
+	entries_.clear_priv(e);
+	return r ? r : 1;
+}
+
 int ummunot_cache::miss(std::uint64_t a, std::uint64_t b, int access, entry **out)
 {
 	if (b - a > pins_.cap()) {
@@ -151,83 +227,26 @@ int ummunot_cache::miss(std::uint64_t a, std::uint64_t b, int access, entry **ou
 		e->pub.addr = p.start;
 		e->pub.length = p.bytes();
 		e->refs.store(0, std::memory_order_relaxed);
-
-		// 3. Watch the range: from here on every change produces an
-		// event.
-		ummunot_region rg{};
-		rg.start = p.start;
-		rg.length = p.bytes();
-		rg.cookie = entries_.new_cookie(e);
-		r = mon_->register_regions(&rg, 1, nullptr);
-		if (r == -ENOSPC && entries_.evict_unused(p.merged, p.nmerged)) {
-			// The module's per-process or per-user limit (not only
-			// max_regions, which max_entries stays under): our own
-			// unused entries hold regions too.
-			entries_.settle();
-			r = mon_->register_regions(&rg, 1, nullptr);
-		}
-		if (r)
+		if ((r = watch(e, p.merged, p.nmerged)))		// 3
 			return fail(r, true);
-		if (!entries_.watch(e, rg.handle)) {
-			std::uint64_t h = rg.handle;
-			(void)mon_->handles_op(UMMUNOT_IOC_UNREGISTER, &h, 1, nullptr);
-			return fail(-ENOMEM, true);
-		}
-
-		// 4. Pin it.
-		void *mr = nullptr;
-		std::uint32_t lkey = 0, rkey = 0;
-		void *priv = entries_.priv_of(e);
-		r = be_.reg(reinterpret_cast<void *>(p.start), p.bytes(), access, priv, &mr,
-			    &lkey, &rkey);
-		if (r == -ENOMEM) {
-			// The kernel's RLIMIT_MEMLOCK, or memory: make room.
-			pins_.refresh();
-			entries_.evict_unused(p.merged, p.nmerged);
-			entries_.settle();
-			entries_.clear_priv(e);
-			r = be_.reg(reinterpret_cast<void *>(p.start), p.bytes(), access, priv,
-				    &mr, &lkey, &rkey);
-		}
-		if (r) {
-			entries_.kill(e);
-			entries_.settle();
+		if ((r = pin(e, access, p.merged, p.nmerged))) {	// 4
 			if (!p.nmerged)
 				return fail(r, true);
 			// Whatever the error, the request alone may still pin.
-			r = unmerge();
-			if (r)
+			if ((r = unmerge()))
 				return fail(r, false);
-			entries_.clear_priv(e);
 			continue;
 		}
-		entries_.registered(e);
-		e->pub.mr = mr;
-		e->pub.lkey = lkey;
-		e->pub.rkey = rkey;
-
-		// 5. Did it change between 3 and 4?  Drain and look.
-		r = pump_.drain(entries_);
-		if (r > 0)
-			r = 0;
-		bool dead = e->refs.load(std::memory_order_relaxed) & entry::DEAD;
-		if (!r && !dead)
+		r = changed_while_pinned(e);			// 5
+		if (r == 0)
 			break;
-		if (!dead)
-			entries_.kill(e);
-		entries_.settle();
-		entries_.drop_registration(e);
-		entries_.clear_priv(e);
-		if (r)
+		if (r < 0)
 			return fail(r, true);
 		race_retries_++;
 		if (++attempt == race_attempts)
 			return fail(-EAGAIN, true);
-		if (p.nmerged) {
-			r = unmerge();
-			if (r)
-				return fail(r, false);
-		}
+		if (p.nmerged && (r = unmerge()))
+			return fail(r, false);
 	}
 
 	// 6. Publish, holding one reference for the caller, and kill the
