@@ -494,12 +494,19 @@ int fill_stats(state *s, struct ummunot_ofi_stats *stats, size_t size)
 #ifdef UMMUNOT_OFI_TEST
 // Tests only (tests/unit/test_ofi_monitor.cpp; never in libummunot-ofi.so):
 // the monitor ummunot_ofi_import() would give libfabric, over m (the fake
-// device's), without fi_import(); its counters.  The state is never freed,
-// as the imported one.
+// device's), without fi_import(); its counters; and its end (the imported
+// one is never freed), which closes m.
 fid_mem_monitor *ummunot_ofi_test_monitor(ummunot_monitor *m)
 {
 	state *s = make_state(m);
 	return s ? &s->fid : nullptr;
+}
+
+void ummunot_ofi_test_free(fid_mem_monitor *fm)
+{
+	state *s = of(fm);
+	ummunot_monitor_close(s->mon.load(std::memory_order_relaxed));
+	delete s;
 }
 
 int ummunot_ofi_test_stats(fid_mem_monitor *fm, struct ummunot_ofi_stats *stats)

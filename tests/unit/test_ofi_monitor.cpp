@@ -14,6 +14,7 @@
 
 fid_mem_monitor *ummunot_ofi_test_monitor(ummunot_monitor *m);
 int ummunot_ofi_test_stats(fid_mem_monitor *fm, struct ummunot_ofi_stats *stats);
+void ummunot_ofi_test_free(fid_mem_monitor *fm);
 
 using namespace test;
 
@@ -32,6 +33,9 @@ struct ofi {
 		fm = ummunot_ofi_test_monitor(m);
 		REQUIRE(fm);
 	}
+	~ofi() { ummunot_ofi_test_free(fm); }
+	ofi(const ofi &) = delete;
+	ofi &operator=(const ofi &) = delete;
 	int subscribe(std::uint64_t a, std::size_t len)
 	{
 		return fm->export_ops->subscribe(fm, at(a), len);
