@@ -153,7 +153,7 @@ int ummunot_cache::pin(entry *e, int access, const entry *const *keep, std::size
 		entries_.clear_priv(e);
 		return r;
 	}
-	entries_.registered(e);
+	entries_.registered();
 	e->pub.mr = mr;
 	e->pub.lkey = lkey;
 	e->pub.rkey = rkey;
