@@ -12,13 +12,6 @@
 #include <new>
 #include <unistd.h>
 
-#if __has_include(<sys/rseq.h>)
-#include <sys/rseq.h>
-#define UMMUNOT_HAVE_RSEQ 1
-#else
-#define UMMUNOT_HAVE_RSEQ 0
-#endif
-
 #include "rcu.hpp"
 #include "ring.hpp"
 
@@ -27,25 +20,6 @@ using namespace ummunot::detail;
 namespace {
 
 constexpr std::uint64_t default_max_entries = 65536;
-
-// The hit counters' shard: the CPU we run on, read from the thread's rseq
-// area that glibc (2.35+) registers, one load; no thread-local storage of
-// our own and no system call (sched_getcpu() costs about 10 ns here).  Any
-// value is correct: the counters are atomic, sharding only spreads the
-// cache lines.  Without rseq every thread uses shard 0.
-unsigned int shard_index()
-{
-#if UMMUNOT_HAVE_RSEQ
-	if (__rseq_size >= offsetof(struct rseq, cpu_id) + sizeof(__u32)) {
-		const auto *r = reinterpret_cast<const struct rseq *>(
-			static_cast<const char *>(__builtin_thread_pointer()) + __rseq_offset);
-		// The kernel stores cpu_id on every return to this thread.
-		auto c = static_cast<std::int32_t>(__atomic_load_n(&r->cpu_id, __ATOMIC_RELAXED));
-		return c > 0 ? static_cast<unsigned int>(c) : 0;
-	}
-#endif
-	return 0;
-}
 
 } // namespace
 
@@ -100,6 +74,9 @@ int ummunot_cache::create(std::unique_ptr<ummunot_monitor> mon, const backend &b
 	if (c->pins_.cap() < c->page_)
 		return -ENOMEM;
 	if (!c->entries_.init(c->mon_.get()))
+		return -ENOMEM;
+	long cpus = ::sysconf(_SC_NPROCESSORS_CONF);
+	if (!c->hits_.init(cpus > 0 ? static_cast<unsigned int>(cpus) : 1))
 		return -ENOMEM;
 	if (ummunot_user_area *ua = c->mon_->user_area()) {
 		// Version and the (zero) counters first, magic last: a reader
@@ -163,7 +140,6 @@ int ummunot_cache::get(std::uint64_t addr, std::uint64_t len, int access,
 	if (b < addr + len)
 		return -EINVAL;
 
-	stat_shard &sh = shards_[shard_index() % shards_.size()];
 	entry *e = nullptr;
 	bool cached = !max_cached_ || b - a <= max_cached_;
 	if (cached) {
@@ -181,7 +157,7 @@ int ummunot_cache::get(std::uint64_t addr, std::uint64_t len, int access,
 		e = entries_.find(a, b, access);
 		rcu_read_unlock();
 		if (e) {
-			sh.hits.fetch_add(1, std::memory_order_relaxed);
+			hits_.inc();
 			*out = &e->pub;
 			return 0;
 		}
@@ -196,10 +172,10 @@ int ummunot_cache::get(std::uint64_t addr, std::uint64_t len, int access,
 	} else if ((e = entries_.find_locked(a, b, access))) {
 		// Another thread added it meanwhile; under mu_ the working
 		// index cannot change under us.
-		sh.hits.fetch_add(1, std::memory_order_relaxed);
+		hits_.inc();
 		r = 0;
 	} else {
-		sh.misses.fetch_add(1, std::memory_order_relaxed);
+		misses_++;
 		r = miss(a, b, access, &e);
 	}
 	if (r)
@@ -303,10 +279,8 @@ int ummunot_cache::stats(struct ummunot_cache_stats_ext *st)
 	writer w(*this);
 
 	*st = {};
-	for (auto &sh : shards_) {
-		st->hits += sh.hits.load(std::memory_order_relaxed);
-		st->misses += sh.misses.load(std::memory_order_relaxed);
-	}
+	st->hits = hits_.sum();
+	st->misses = misses_;
 	for (unsigned int i = 0; i < UMMUNOT_EVENT_TYPE_MAX; i++)
 		st->invalidations[i] = pump_.invalidations()[i];
 	const entries::counts &n = entries_.count();
@@ -348,23 +322,18 @@ void ummunot_cache::end_writer(bool force_reclaim)
 
 // Copy the counters into the ring's user area (include/ummunot/user_area.h),
 // one relaxed 64-bit store per word: readers (fdinfo) promise no
-// consistency across words.  Only writer sections do this; hits and
-// misses are summed from the shards here, so the exported hits lag until
-// the next writer section (Documentation/library.rst).
+// consistency across words.  Only writer sections do this; hits are
+// summed from the CPUs' counters here, so the exported hits lag until the
+// next writer section (Documentation/library.rst).
 void ummunot_cache::export_counters()
 {
 	ummunot_user_area *ua = mon_->user_area();
 
 	if (!ua)
 		return;
-	std::uint64_t hits = 0, misses = 0;
-	for (auto &sh : shards_) {
-		hits += sh.hits.load(std::memory_order_relaxed);
-		misses += sh.misses.load(std::memory_order_relaxed);
-	}
 	const entries::counts &n = entries_.count();
-	ring_store_relaxed(&ua->hits, hits);
-	ring_store_relaxed(&ua->misses, misses);
+	ring_store_relaxed(&ua->hits, hits_.sum());
+	ring_store_relaxed(&ua->misses, misses_);
 	for (unsigned int i = 0; i < UMMUNOT_EVENT_TYPE_MAX; i++)
 		ring_store_relaxed(&ua->invalidations[i], pump_.invalidations()[i]);
 	ring_store_relaxed(&ua->evictions, n.evictions);

@@ -18,7 +18,7 @@
 //    end_writer(): the index changes published, the queued UNREGISTERs
 //    sent, retired memory reclaimed when a grace period is due, the
 //    counters exported to the user area.
-//  * Hit counters live in cache-line-sized shards picked by CPU.
+//  * Hits are counted per CPU without a lock prefix (lib/percpu.hpp).
 #pragma once
 
 #include <array>
@@ -33,16 +33,8 @@
 #include "event_pump.hpp"
 #include "fork.hpp"
 #include "monitor.hpp"
+#include "percpu.hpp"
 #include "pin_budget.hpp"
-
-namespace ummunot::detail {
-
-struct alignas(64) stat_shard {
-	std::atomic<std::uint64_t> hits{0};
-	std::atomic<std::uint64_t> misses{0};
-};
-
-} // namespace ummunot::detail
 
 struct ummunot_cache {
 public:
@@ -109,7 +101,7 @@ private:
 
 	// Writer state, under mu_.
 	alignas(64) std::mutex mu_;
-	std::uint64_t race_retries_ = 0, caller_invalidations_ = 0;
+	std::uint64_t race_retries_ = 0, caller_invalidations_ = 0, misses_ = 0;
 
-	std::array<ummunot::detail::stat_shard, 32> shards_;
+	ummunot::detail::percpu_counter hits_;
 };
