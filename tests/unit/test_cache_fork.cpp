@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "helpers.hpp"
+#include "rcu.hpp"	// UMMUNOT_TSAN
 
 using namespace test;
 
@@ -164,6 +165,15 @@ TEST_CASE("fork: the child can create and use a cache of its own", "[fork]")
 // it), while the retired nodes are being freed.
 TEST_CASE("fork: destroy in the child while the parent was in the slow path", "[fork]")
 {
+#ifdef UMMUNOT_TSAN
+	// ThreadSanitizer's runtime is not fork-safe while other threads run:
+	// a child that frees memory may wait forever on a lock of TSan's own
+	// that the churning thread held at the fork (seen: a child spinning in
+	// __tsan::DenseSlabAlloc::Drain under operator delete, 1 run in 3).
+	// The plain and ASan builds run this case.
+	WARN("not run under ThreadSanitizer: its runtime is not fork-safe with threads");
+	return;
+#endif
 	fixture f;
 	std::atomic<bool> stop{false};
 	std::thread churn([&] {
