@@ -49,3 +49,41 @@ private:
 	// uncharge, so the first charge in the child starts the count anew.
 	std::atomic<std::uint64_t> fork_gen_;
 };
+
+namespace ummunot::detail {
+
+// A cache's hold on its budget: attached for exactly as long as the hold
+// lives, so that ummunot_budget_destroy() says -EBUSY while a cache uses
+// the budget, and a cache that failed half-way through its creation
+// leaves the count as it found it.
+class budget_ref {
+public:
+	budget_ref() = default;
+	explicit budget_ref(ummunot_budget &b) : b_(&b) { b_->attach(); }
+	~budget_ref()
+	{
+		if (b_)
+			b_->detach();
+	}
+	budget_ref(const budget_ref &) = delete;
+	budget_ref &operator=(const budget_ref &) = delete;
+	budget_ref &operator=(budget_ref &&o) noexcept
+	{
+		if (this != &o) {
+			if (b_)
+				b_->detach();
+			b_ = o.b_;
+			o.b_ = nullptr;
+		}
+		return *this;
+	}
+	budget_ref(budget_ref &&o) noexcept : b_(o.b_) { o.b_ = nullptr; }
+
+	ummunot_budget *operator->() const { return b_; }
+	ummunot_budget &operator*() const { return *b_; }
+
+private:
+	ummunot_budget *b_ = nullptr;
+};
+
+} // namespace ummunot::detail

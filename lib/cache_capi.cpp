@@ -9,14 +9,22 @@
 #include <cstring>
 #include <new>
 
-#include "cache_impl.hpp"
 #include "ext.hpp"
 #include "internal.hpp"
 
 using namespace ummunot::detail;
-using namespace ummunot::detail::cache_impl;
 
 namespace {
+
+constexpr std::uint32_t max_priv_size = 4096;
+
+bool zero(const std::uint64_t *p, std::size_t n)
+{
+	for (std::size_t i = 0; i < n; i++)
+		if (p[i])
+			return false;
+	return true;
+}
 
 // attr (0.1) -> config (0.2).
 int config_from_attr(const ummunot_cache_attr *attr, ummunot_cache_config *cfg)
@@ -187,7 +195,7 @@ int ummunot_cache_create_ops(const struct ummunot_cache_ops *ops, void *ctx,
 
 void ummunot_cache_destroy(struct ummunot_cache *cache)
 {
-	delete cache;
+	ummunot_cache::destroy(cache);
 }
 
 int ummunot_cache_get(struct ummunot_cache *cache, const void *addr, size_t length,

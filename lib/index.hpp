@@ -109,16 +109,20 @@ public:
 			unsigned int i = p->upper(s);
 			while (i && p->aux[i - 1] < e)
 				i--;
+			// Below the root, no child here may qualify although the
+			// parent's summary (which counts entries starting after
+			// s) said one might: the rest of the tree still may.
 			if (!i)
-				return nullptr;
+				goto rest;
 			p = p->child(i - 1);
 		}
 		for (unsigned int i = p->upper(s); i-- > 0;)
 			if (p->aux[i] >= e && f(p->ent(i)))
 				return p->ent(i);
+	rest:
 		if (p == root)
 			return nullptr;
-		// The rest, that leaf excepted.
+		// The rest, the subtree p (searched) excepted.
 		return find_in(root, s, e, f, p);
 	}
 
@@ -161,8 +165,8 @@ public:
 	int check() const;
 
 private:
-	// The search, recursive, from the largest start down; leaf skip
-	// (already searched) excepted.
+	// The search, recursive, from the largest start down; the subtree
+	// skip (already searched) excepted.
 	template <class F>
 	static entry *find_in(const node *nd, std::uint64_t s, std::uint64_t e, F &f,
 			      const node *skip)

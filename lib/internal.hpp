@@ -28,7 +28,7 @@ int cache_create_device_ops(std::unique_ptr<device> dev, const ummunot_cache_ops
 			    ummunot_cache **out);
 
 // 0 if the cache's internal invariants hold, else the line of the check
-// that failed (lib/cache_entry.cpp).  Takes the cache's lock.
+// that failed (lib/entries.cpp).  Takes the cache's lock.
 int cache_check(ummunot_cache *cache);
 
 } // namespace ummunot::detail

@@ -10,7 +10,11 @@
 //    destructor again, so nothing is left registered.
 //  * Its symbols (urcu_bp_*) and registry are its own: an application or
 //    another library using liburcu-memb, -mb, -signal or -qsbr is not
-//    affected, in any order.
+//    affected, in any order.  One using liburcu-bp shares the registry (and
+//    grace periods) with us: its read-side critical sections delay our
+//    reclamation, ours (a hit, a few loads) delay its synchronize_rcu(), and
+//    a call into the cache inside its read-side critical section never waits
+//    for a grace period (rcu_try_synchronize()).
 //  * The library itself has no thread-local storage (no static TLS block
 //    is needed when libummunot.so is dlopen()ed).
 //
@@ -63,6 +67,20 @@ inline void rcu_synchronize()
 #ifdef UMMUNOT_TSAN
 	__tsan_acquire(&rcu_tsan_token);
 #endif
+}
+
+// The library's grace period: false, without waiting, when the calling
+// thread is itself inside a read-side critical section.  liburcu-bp has one
+// registry per process, so that section is the application's (the library
+// never calls this inside its own): waiting would wait for the caller,
+// forever, with every signal blocked.  The caller keeps what it retired
+// for a later call.
+inline bool rcu_try_synchronize()
+{
+	if (urcu_bp_read_ongoing())
+		return false;
+	rcu_synchronize();
+	return true;
 }
 
 } // namespace ummunot::detail

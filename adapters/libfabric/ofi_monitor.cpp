@@ -25,6 +25,15 @@
 // is invalid.  The fast path is: nothing invalidated outstanding, and the
 // ring's generation did not move since the last complete read.
 //
+// Invalidated records are bounded: libfabric 1.17 to 2.0 evict entries
+// from their cache without telling the monitor, so the record of an evicted
+// range whose memory then changes would never be forgotten (200,000 such
+// ranges: 200,000 records, 12 MiB).  Past max_invalidated of them, every
+// invalidated record is dropped at once and the fast path stays off in
+// this process for good (as after a fork): a range with no record is
+// answered invalid by the slow path, which is exactly what a dropped
+// record said, so only the fast path is lost, not correctness.
+//
 // Fired regions are unregistered at once (a region reports once): the
 // kernel's table holds live records only.  libfabric 1.17 to 2.0 never
 // unsubscribe, so live records of ranges the cache evicted stay until
@@ -76,6 +85,10 @@ struct record {
 
 using counter = std::atomic<std::uint64_t>;
 
+// Invalidated records kept at most (about 60 bytes each): see "Invalidated
+// records are bounded" above.
+constexpr std::uint64_t max_invalidated = 16384;
+
 void bump(counter &c, std::uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }
 
 struct state {
@@ -100,6 +113,9 @@ struct state {
 	counter subscribes{0}, subscribe_errors{0}, unsubscribes{0};
 	counter valid_slow{0}, invalid{0}, events{0}, overflows{0};
 	counter forks{0}, collections{0};
+	// The fast path's second word stays non-zero for good: after a fork
+	// or after invalidated records were dropped.
+	bool untracked = false;
 };
 
 state *g_state;		// set once by a successful import, never freed
@@ -116,6 +132,22 @@ void warn(const char *fmt, int err)
 
 // --- under s->mu ------------------------------------------------------
 
+// The invalidated records outstanding, as the fast path's word counts
+// them.
+std::uint64_t nr_invalidated(const state *s)
+{
+	return s->invalidated.load(std::memory_order_relaxed) - (s->untracked ? 1 : 0);
+}
+
+// Too many invalidated records: drop them all and keep the fast path off.
+void drop_invalidated(state *s)
+{
+	for (auto it = s->by_range.begin(); it != s->by_range.end();)
+		it = it->second.live ? std::next(it) : s->by_range.erase(it);
+	s->untracked = true;
+	s->invalidated.store(1, std::memory_order_relaxed);
+}
+
 void invalidate(state *s, std::unordered_map<range_key, record, range_hash>::iterator it)
 {
 	if (!it->second.live)
@@ -126,10 +158,18 @@ void invalidate(state *s, std::unordered_map<range_key, record, range_hash>::ite
 	s->invalidated.fetch_add(1, std::memory_order_relaxed);
 }
 
+// After a batch of invalidate() calls (not inside one: they hold iterators).
+void bound_invalidated(state *s)
+{
+	if (nr_invalidated(s) > max_invalidated)
+		drop_invalidated(s);
+}
+
 void invalidate_all(state *s)
 {
 	for (auto it = s->by_range.begin(); it != s->by_range.end(); ++it)
 		invalidate(s, it);
+	bound_invalidated(s);
 }
 
 void forget(state *s, std::unordered_map<range_key, record, range_hash>::iterator it)
@@ -198,6 +238,7 @@ void drain(state *s)
 				continue;	// unregistered since: already invalid
 			invalidate(s, s->by_range.find(h->second));
 		}
+		bound_invalidated(s);
 		if (n < 64)
 			break;
 	}
@@ -239,6 +280,7 @@ int ensure_owner(state *s)
 	s->by_range.clear();
 	s->by_handle.clear();
 	s->unreg.clear();
+	s->untracked = true;
 	// Every inherited cache entry is invalid now (it has no record), and
 	// nothing says when the last of them is gone (libfabric 1.17 to 2.0
 	// never unsubscribe; 2.1 does, but ranges the child no longer knows
@@ -278,6 +320,7 @@ void ofi_stop(fid_mem_monitor *fm)
 	s->by_range.clear();
 	s->by_handle.clear();
 	s->unreg.clear();
+	s->untracked = false;
 	s->invalidated.store(0, std::memory_order_relaxed);
 }
 
@@ -428,7 +471,78 @@ fi_ops g_fid_ops = {
 	ofi_no_ops_set,
 };
 
+// The monitor libfabric is given, over m.
+state *make_state(ummunot_monitor *m)
+{
+	state *s = new (std::nothrow) state;
+	if (!s)
+		return nullptr;
+	s->mon.store(m, std::memory_order_relaxed);
+	publish_check(s, m);
+	s->ops.size = sizeof(s->ops);
+	s->ops.start = ofi_start;
+	s->ops.stop = ofi_stop;
+	s->ops.subscribe = ofi_subscribe;
+	s->ops.unsubscribe = ofi_unsubscribe;
+	s->ops.valid = ofi_valid;
+	s->fid.fid.fclass = FI_CLASS_MEM_MONITOR;
+	s->fid.fid.context = s;
+	s->fid.fid.ops = &g_fid_ops;
+	s->fid.export_ops = &s->ops;
+	return s;
+}
+
+int fill_stats(state *s, struct ummunot_ofi_stats *stats, size_t size)
+{
+	struct ummunot_ofi_stats v{};
+	auto ld = [](const counter &c) { return c.load(std::memory_order_relaxed); };
+	v.subscribes = ld(s->subscribes);
+	v.subscribe_errors = ld(s->subscribe_errors);
+	v.unsubscribes = ld(s->unsubscribes);
+	v.valid_slow = ld(s->valid_slow);
+	v.invalid = ld(s->invalid);
+	v.events = ld(s->events);
+	v.overflows = ld(s->overflows);
+	v.forks = ld(s->forks);
+	v.collections = ld(s->collections);
+	{
+		std::lock_guard<std::mutex> g(s->mu);
+		v.regions = s->by_handle.size();
+		v.invalidated = nr_invalidated(s);
+	}
+	std::size_t n = std::min(size, sizeof(v));
+	std::memcpy(stats, &v, n);
+	if (size > n)
+		std::memset(reinterpret_cast<char *>(stats) + n, 0, size - n);
+	return static_cast<int>(n);
+}
+
 } // namespace
+
+#ifdef UMMUNOT_OFI_TEST
+// Tests only (tests/unit/test_ofi_monitor.cpp; never in libummunot-ofi.so):
+// the monitor ummunot_ofi_import() would give libfabric, over m (the fake
+// device's), without fi_import(); its counters; and its end (the imported
+// one is never freed), which closes m.
+fid_mem_monitor *ummunot_ofi_test_monitor(ummunot_monitor *m)
+{
+	state *s = make_state(m);
+	return s ? &s->fid : nullptr;
+}
+
+void ummunot_ofi_test_free(fid_mem_monitor *fm)
+{
+	state *s = of(fm);
+	ummunot_monitor_close(s->mon.load(std::memory_order_relaxed));
+	delete s->chk.load(std::memory_order_relaxed);
+	delete s;
+}
+
+int ummunot_ofi_test_stats(fid_mem_monitor *fm, struct ummunot_ofi_stats *stats)
+{
+	return fill_stats(of(fm), stats, sizeof(*stats));
+}
+#endif
 
 extern "C" {
 
@@ -448,23 +562,11 @@ int ummunot_ofi_import(unsigned int flags)
 	if (int r = ummunot_monitor_open(&attr, &m); r < 0)
 		return r;
 
-	state *s = new (std::nothrow) state;
+	state *s = make_state(m);
 	if (!s) {
 		ummunot_monitor_close(m);
 		return -ENOMEM;
 	}
-	s->mon.store(m, std::memory_order_relaxed);
-	publish_check(s, m);
-	s->ops.size = sizeof(s->ops);
-	s->ops.start = ofi_start;
-	s->ops.stop = ofi_stop;
-	s->ops.subscribe = ofi_subscribe;
-	s->ops.unsubscribe = ofi_unsubscribe;
-	s->ops.valid = ofi_valid;
-	s->fid.fid.fclass = FI_CLASS_MEM_MONITOR;
-	s->fid.fid.context = s;
-	s->fid.fid.ops = &g_fid_ops;
-	s->fid.export_ops = &s->ops;
 
 	int r = fi_import(FI_VERSION(1, 13), "mr_cache", nullptr, 0, 0, &s->fid.fid, s);
 	if (r != 0) {
@@ -490,27 +592,7 @@ int ummunot_ofi_stats(struct ummunot_ofi_stats *stats, size_t size)
 	if (!s)
 		return -ENOENT;
 
-	struct ummunot_ofi_stats v{};
-	auto ld = [](const counter &c) { return c.load(std::memory_order_relaxed); };
-	v.subscribes = ld(s->subscribes);
-	v.subscribe_errors = ld(s->subscribe_errors);
-	v.unsubscribes = ld(s->unsubscribes);
-	v.valid_slow = ld(s->valid_slow);
-	v.invalid = ld(s->invalid);
-	v.events = ld(s->events);
-	v.overflows = ld(s->overflows);
-	v.forks = ld(s->forks);
-	v.collections = ld(s->collections);
-	{
-		std::lock_guard<std::mutex> g(s->mu);
-		v.regions = s->by_handle.size();
-		v.invalidated = s->invalidated.load(std::memory_order_relaxed);
-	}
-	std::size_t n = std::min(size, sizeof(v));
-	std::memcpy(stats, &v, n);
-	if (size > n)
-		std::memset(reinterpret_cast<char *>(stats) + n, 0, size - n);
-	return static_cast<int>(n);
+	return fill_stats(s, stats, size);
 }
 
 } // extern "C"

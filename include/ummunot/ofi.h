@@ -18,7 +18,10 @@
  *                         every entry it drops; 1.17 to 2.0 never do: a
  *                         range whose region fired is unregistered at
  *                         once, and an invalidated range is forgotten when
- *                         valid() has said so or it is subscribed again);
+ *                         valid() has said so or it is subscribed again;
+ *                         past 16384 invalidated ranges outstanding all
+ *                         are forgotten, and valid() takes its slow path,
+ *                         a locked lookup, from then on);
  *   overflow              every range is invalid;
  *   fork()                a child watches nothing it inherited: every
  *                         inherited cache entry is invalid there, and the

@@ -6,7 +6,11 @@
 // and changes neither cache.
 #include "catch.hpp"
 
+#include <csignal>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <thread>
+#include <unistd.h>
 
 #include "helpers.hpp"
 #include "rcu.hpp"	// the library's read lock (with its TSan annotation)
@@ -108,4 +112,51 @@ TEST_CASE("bogus puts racing with invalidations never leave a stale entry publis
 	CHECK(other == 0);
 	CHECK(einval > 0);
 	CHECK(ummunot::detail::cache_check(f.cache) == 0);
+}
+
+// put() of something that is not a registration: the caller's own struct
+// ummunot_reg (zeroed, or filled with the caller's unaligned buffer), or a
+// misaligned pointer.  Each is refused from the fields of struct
+// ummunot_reg alone: put reads nothing beyond them.  The structs sit at the
+// end of a page followed by an inaccessible one, so that a read past them
+// faults (in a child, with a cache of its own, so that the fault is a
+// failure and not the end).
+TEST_CASE("put of a pointer that is not a registration reads nothing past struct ummunot_reg",
+	  "[put]")
+{
+	const long pg = ::sysconf(_SC_PAGESIZE);
+	auto *mem = static_cast<unsigned char *>(::mmap(nullptr, 2 * pg, PROT_READ | PROT_WRITE,
+							 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+	REQUIRE(mem != MAP_FAILED);
+	REQUIRE(::mprotect(mem + pg, pg, PROT_NONE) == 0);
+
+	// 16-byte aligned, like a registration, and 8-byte aligned.
+	for (std::size_t tail : {std::size_t(48), sizeof(ummunot_reg)}) {
+		auto *r = reinterpret_cast<ummunot_reg *>(mem + pg - tail);
+		for (int kind = 0; kind < 3; kind++) {
+			*r = ummunot_reg{};
+			if (kind == 1) {		// the caller's buffer, as is
+				r->addr = BASE + 100;
+				r->length = 1000;
+			} else if (kind == 2) {		// page aligned, zero length
+				r->addr = BASE;
+			}
+			pid_t pid = ::fork();
+			REQUIRE(pid >= 0);
+			if (pid == 0) {
+				std::signal(SIGSEGV, SIG_DFL);
+				fixture f;
+				const ummunot_reg *held = f.get(BASE, PAGE);
+				int ok = held && ummunot_cache_put(f.cache, r) == -EINVAL &&
+					 ummunot_cache_put(f.cache, held) == 0 &&
+					 ummunot::detail::cache_check(f.cache) == 0;
+				::_exit(ok ? 0 : 1);
+			}
+			int st = 0;
+			REQUIRE(::waitpid(pid, &st, 0) == pid);
+			INFO("tail " << tail << ", kind " << kind);
+			CHECK((WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st)) == 0);
+		}
+	}
+	::munmap(mem, 2 * pg);
 }

@@ -360,3 +360,40 @@ TEST_CASE("index: readers under RCU while a writer inserts, erases and frees", "
 	CHECK(wrong.load() == 0);
 	CHECK(missing.load() == 0);
 }
+
+// The hit's search, range_index::find(), tries the rightmost candidate path
+// first.  At an inner node below the root, every child that starts at or
+// before the query may end before it (the query straddles the last entries
+// of a leaf) while the subtree's summary said "something here ends late
+// enough" because of entries starting after the query.  The search must
+// then go on in the root's other subtrees, where one earlier large entry
+// covers every query, instead of reporting a miss (which sends a cache hit
+// to the locked slow path).
+TEST_CASE("index: find() covers a query from an earlier subtree at every level", "[index]")
+{
+	range_index ix;
+	REQUIRE(ix.init());
+	pool p;
+	constexpr std::uint64_t pg = 4096, n = 3000;
+	entry *big = p.make(0, (n + 2) * pg);
+	add(ix, big);
+	for (std::uint64_t k = 1; k <= n; k++)
+		add(ix, p.make(k * pg, (k + 1) * pg));
+	ix.publish();
+	REQUIRE(ix.check() == 0);
+	REQUIRE(ix.height() >= 2);
+
+	// [k, k + 2) pages straddles two small entries: only big covers it.
+	std::uint64_t found = 0, missed = 0;
+	for (std::uint64_t k = 1; k <= n; k++) {
+		ummunot::detail::rcu_read_lock();
+		entry *r = ix.find(k * pg, (k + 2) * pg, [](entry *) { return true; });
+		ummunot::detail::rcu_read_unlock();
+		(r == big ? found : missed)++;
+	}
+	CHECK(missed == 0);
+	CHECK(found == n);
+	// And a search that accepts nothing visits every candidate.
+	for (std::uint64_t k = 1; k <= n; k += 97)
+		CHECK(same_set(all_published(ix, k * pg, (k + 2) * pg), {big}));
+}

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+//
+// libummunot-ofi's memory monitor (adapters/libfabric/ofi_monitor.cpp) over
+// the fake device, driven as libfabric 1.17 to 2.0 drive it: subscribe on
+// every cache insert, valid() on every hit, and no unsubscribe ever (an
+// entry evicted from libfabric's LRU just goes).
+#include "catch.hpp"
+
+#include <rdma/fi_ext.h>
+
+#include <ummunot/ofi.h>
+
+#include "helpers.hpp"
+
+fid_mem_monitor *ummunot_ofi_test_monitor(ummunot_monitor *m);
+int ummunot_ofi_test_stats(fid_mem_monitor *fm, struct ummunot_ofi_stats *stats);
+void ummunot_ofi_test_free(fid_mem_monitor *fm);
+
+using namespace test;
+
+namespace {
+
+struct ofi {
+	fake_device *fake = nullptr;
+	fid_mem_monitor *fm = nullptr;
+
+	ofi()
+	{
+		auto dev = std::make_unique<fake_device>();
+		fake = dev.get();
+		ummunot_monitor *m = nullptr;
+		REQUIRE(ummunot::detail::monitor_open_device(std::move(dev), nullptr, &m) == 0);
+		fm = ummunot_ofi_test_monitor(m);
+		REQUIRE(fm);
+	}
+	~ofi() { ummunot_ofi_test_free(fm); }
+	ofi(const ofi &) = delete;
+	ofi &operator=(const ofi &) = delete;
+	int subscribe(std::uint64_t a, std::size_t len)
+	{
+		return fm->export_ops->subscribe(fm, at(a), len);
+	}
+	bool valid(std::uint64_t a, std::size_t len)
+	{
+		return fm->export_ops->valid(fm, at(a), len);
+	}
+	struct ummunot_ofi_stats stats()
+	{
+		struct ummunot_ofi_stats s{};
+		REQUIRE(ummunot_ofi_test_stats(fm, &s) == sizeof(s));
+		return s;
+	}
+};
+
+} // namespace
+
+TEST_CASE("ofi: ranges evicted silently, then freed, leave a bounded number of records",
+	  "[ofi]")
+{
+	ofi o;
+	constexpr std::uint64_t n = 200000;
+	// Each range: inserted (subscribe), evicted by libfabric's LRU with no
+	// callback, its memory freed (an event).
+	for (std::uint64_t i = 0; i < n; i++) {
+		std::uint64_t a = BASE + 2 * PAGE * i;
+		REQUIRE(o.subscribe(a, PAGE) == 0);
+		o.fake->invalidate(a, a + PAGE, UMMUNOT_EVENT_UNMAP);
+	}
+	// One range still cached and unchanged.
+	std::uint64_t keep = BASE + 2 * PAGE * (n + 1);
+	REQUIRE(o.subscribe(keep, PAGE) == 0);
+	auto st = o.stats();
+	CHECK(st.regions == 1);
+	CHECK(o.fake->nr_regions() == 1);
+	// Bounded: 16384 invalidated records at most (about 1 MiB), not one
+	// per range ever freed.
+	CHECK(st.invalidated <= 16384);
+
+	// Answers stay right: the unchanged range is valid, every freed one
+	// (with or without a record left) is invalid.
+	CHECK(o.valid(keep, PAGE));
+	for (std::uint64_t i = 0; i < n; i += 997)
+		CHECK_FALSE(o.valid(BASE + 2 * PAGE * i, PAGE));
+	CHECK_FALSE(o.valid(BASE + 2 * PAGE * (n - 1), PAGE));
+	CHECK(o.valid(keep, PAGE));
+	// And a change to it is seen.
+	o.fake->invalidate(keep, keep + PAGE, UMMUNOT_EVENT_UNMAP);
+	CHECK_FALSE(o.valid(keep, PAGE));
+}
