@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -686,4 +687,39 @@ void t_expect_events_at(const char *file, int line, struct t_file *f,
 				  (unsigned long long)ev.seq);
 		f->next_seq++;
 	}
+}
+
+/* ------------------------------------------------------ fd passing */
+
+void t_send_fd(int sock, int fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	char c = 'f';
+	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+			      .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	T_EQ("sendmsg", 1, sendmsg(sock, &msg, 0));
+}
+
+int t_recv_fd(int sock)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	char c;
+	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+			      .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+	int fd;
+
+	T_EQ("recvmsg", 1, recvmsg(sock, &msg, 0));
+	cm = CMSG_FIRSTHDR(&msg);
+	T_ASSERT(cm && cm->cmsg_type == SCM_RIGHTS, "no fd received");
+	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	return fd;
 }

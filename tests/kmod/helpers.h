@@ -117,6 +117,10 @@ uint64_t t_set_filter(struct t_file *f, uint64_t mask);
 void t_get_stats(struct t_file *f, struct ummunot_stats *st);
 uint64_t t_resync(struct t_file *f);
 
+/* Pass a descriptor over a UNIX socket (SCM_RIGHTS); fail the test on error. */
+void t_send_fd(int sock, int fd);
+int t_recv_fd(int sock);
+
 /* (C): acquire load of the producer index; pairs with the kernel's (B). */
 static inline uint64_t t_producer(const struct t_file *f)
 {

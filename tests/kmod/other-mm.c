@@ -8,39 +8,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static void send_fd(int sock, int fd)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	char c = 'f';
-	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
-			      .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	T_EQ("sendmsg", 1, sendmsg(sock, &msg, 0));
-}
-
-static int recv_fd(int sock)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	char c;
-	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
-			      .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *cm;
-	int fd;
-
-	T_EQ("recvmsg", 1, recvmsg(sock, &msg, 0));
-	cm = CMSG_FIRSTHDR(&msg);
-	T_ASSERT(cm && cm->cmsg_type == SCM_RIGHTS, "no fd received");
-	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-	return fd;
-}
-
 /* Every ioctl and mmap from this (foreign) mm must fail with EPERM. */
 static void check_foreign(const char *who, int fd, const struct ummunot_hello *h,
 			  uint64_t handle, void *addr)
@@ -130,7 +97,7 @@ int main(int argc, char **argv)
 		/* Unmapping the child's copy of the range is another mm: no event. */
 		if (munmap(p, 4 * t_page))
 			t_fail("child munmap: %s", t_errname(errno));
-		fd2 = recv_fd(sv[1]);
+		fd2 = t_recv_fd(sv[1]);
 		check_foreign("fd received over a unix socket", fd2, &f.hello, h, p);
 		_exit(0);
 	}
@@ -140,7 +107,7 @@ int main(int argc, char **argv)
 	t_file_open(&g, 0);	/* opened after fork: never shared by fork */
 	hg = t_register(&g, (uintptr_t)p, 4 * t_page, 42);
 	t_get_stats(&g, &s2a);
-	send_fd(sv[0], g.fd);
+	t_send_fd(sv[0], g.fd);
 	T_EQ("waitpid", pid, waitpid(pid, &status, 0));
 	T_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		 "child checks failed (status 0x%x), see above", status);

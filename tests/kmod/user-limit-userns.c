@@ -230,39 +230,6 @@ static pid_t spawn_in_ns(void (*fn)(int, int), int a, int b)
 	return pid;
 }
 
-static void send_fd(int sock, int fd)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	char c = 'f';
-	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
-			      .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	T_EQ("sendmsg", 1, sendmsg(sock, &msg, 0));
-}
-
-static int recv_fd(int sock)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	char c;
-	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
-			      .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *cm;
-	int fd;
-
-	T_EQ("recvmsg", 1, recvmsg(sock, &msg, 0));
-	cm = CMSG_FIRSTHDR(&msg);
-	T_ASSERT(cm && cm->cmsg_type == SCM_RIGHTS, "no fd received");
-	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-	return fd;
-}
-
 /* Register @n one-page regions on @f; fails the test on error. */
 static void register_n(struct t_file *f, int n)
 {
@@ -283,7 +250,7 @@ static void __attribute__((noreturn)) ns_pass(int sock, int unused)
 	become(3);
 	t_file_open(&f, 64);
 	register_n(&f, PASSED_REGIONS);
-	send_fd(sock, f.fd);
+	t_send_fd(sock, f.fd);
 	_exit(T_EXIT_PASS);
 }
 
@@ -348,7 +315,7 @@ static void check_fd_passing(void)
 	pid = spawn_in_ns(ns_pass, sv[1], 0);
 	ns_parent_fds[0] = -1;
 	close(sv[1]);
-	fd = recv_fd(sv[0]);
+	fd = t_recv_fd(sv[0]);
 	close(sv[0]);
 	T_EQ("namespace child status", T_EXIT_PASS, wait_child(pid));
 	/* Its opener has exited; root holds the only reference. */
