@@ -51,7 +51,8 @@ static int ummunot_open(struct inode *inode, struct file *file)
 	mutex_init(&ctx->lock);
 	spin_lock_init(&ctx->event_lock);
 	init_waitqueue_head(&ctx->wq);
-	xa_init_flags(&ctx->regions, XA_FLAGS_ALLOC1 | XA_FLAGS_ACCOUNT);
+	ctx->regions = RB_ROOT;
+	ctx->next_handle = 1;
 	ctx->event_mask = UMMUNOT_EVENT_MASK_DEFAULT;
 	ctx->tgid = current->tgid;
 	get_task_comm(ctx->comm, current);

@@ -7,7 +7,8 @@
  *   max_user_memory      bytes of kernel memory (rings and regions) that the
  *                        files opened by one user (real uid of the opener)
  *                        may hold together, across all its files and
- *                        processes.  Like inotify's max_user_watches.
+ *                        processes and its user namespaces.  Like
+ *                        inotify's max_user_watches.
  *   max_regions_per_mm   regions that all files of one address space may
  *                        watch together.  It bounds the work one
  *                        invalidation does in the unmapping thread: at most
@@ -26,6 +27,7 @@
 #include <linux/device.h>
 #include <linux/hash.h>
 #include <linux/hashtable.h>
+#include <linux/minmax.h>
 #include <linux/mm.h>
 #include <linux/refcount.h>
 #include <linux/slab.h>
@@ -58,12 +60,45 @@ static DEFINE_HASHTABLE(ummunot_users, UMMUNOT_LIMITS_HASH_BITS);
 static DEFINE_HASHTABLE(ummunot_mms, UMMUNOT_LIMITS_HASH_BITS);
 static DEFINE_SPINLOCK(ummunot_limits_lock);	/* both tables, refcounts to 0 */
 
-/* Bytes one region costs: its slab object plus its handle index slot. */
+/*
+ * Bytes one region costs: its slab object, which also holds its node in the
+ * handle index, so nothing else grows with the regions a file holds; plus
+ * its share of the slab page's tail that no object fits in (152 bytes, 26
+ * to a 4 KiB page: 158 bytes on x86-64).
+ */
 static unsigned long ummunot_region_bytes;
 
 unsigned long ummunot_region_charge(void)
 {
 	return ummunot_region_bytes;
+}
+
+/*
+ * The user a file is charged to.  In the initial user namespace, the
+ * opener's real uid.  In a user namespace, the owner of the outermost
+ * namespace of the opener's chain (the child of init_user_ns): whoever
+ * created it, typically an unprivileged user mapping a range of subordinate
+ * uids to the namespace's users.  Charging the real uid there would give
+ * that user the limit once per uid of the range.
+ *
+ * This is what the kernel's ucounts do for inotify (kernel/ucount.c,
+ * inc_ucount()): a charge in namespace ns for uid is also made, level by
+ * level, in ns->parent for ns->owner, up to init_user_ns, each level
+ * against that level's limit.  ucount types cannot be added outside the
+ * kernel, and this module has one limit for every level, so the outermost
+ * level is the only one that can refuse: a charge that fits there fits at
+ * every level below (each holds a subset of it).  A namespace's parent and
+ * owner never change, and the opener's cred pins its namespace.
+ */
+static kuid_t ummunot_charged_uid(const struct cred *cred)
+{
+	const struct user_namespace *ns = cred->user_ns;
+
+	if (ns == &init_user_ns)
+		return cred->uid;
+	while (ns->parent != &init_user_ns)
+		ns = ns->parent;
+	return ns->owner;
 }
 
 /* Like epoll's max_user_watches: 4% of memory. */
@@ -74,14 +109,18 @@ unsigned long ummunot_max_user_memory_default(void)
 
 void ummunot_limits_init(unsigned int region_object_size)
 {
-	ummunot_region_bytes = region_object_size + UMMUNOT_XA_SLOT_BYTES;
+	unsigned int per_page = max_t(unsigned int,
+				      PAGE_SIZE / region_object_size, 1);
+
+	ummunot_region_bytes = max_t(unsigned long, region_object_size,
+				     DIV_ROUND_UP(PAGE_SIZE, per_page));
 	if (!ummunot_max_user_memory)	/* not set at load time */
 		ummunot_max_user_memory = ummunot_max_user_memory_default();
 }
 
 struct ummunot_user *ummunot_user_get(void)
 {
-	kuid_t uid = current_uid();
+	kuid_t uid = ummunot_charged_uid(current_cred());
 	u32 key = from_kuid_munged(&init_user_ns, uid);
 	struct ummunot_user *u, *nu;
 
@@ -182,7 +221,7 @@ int ummunot_regions_charge(struct ummunot_user *u, struct ummunot_mm_acct *a,
 {
 	unsigned long bytes;
 
-	/* count * 136 exceeds any limit long before it wraps, but not on 32 bits. */
+	/* count * 158 exceeds any limit long before it wraps, but not on 32 bits. */
 	if (count > ULONG_MAX / ummunot_region_bytes)
 		return -ENOSPC;
 	bytes = (unsigned long)count * ummunot_region_bytes;

@@ -7,7 +7,7 @@
  *   struct ummunot_ctx      one per open file, bound to the opener's mm
  *     ->lock (mutex)        serialises HELLO, REGISTER, UNREGISTER, REARM,
  *                           SET_FILTER and release of one file; protects
- *                           the region xarray and each region's ->marked
+ *                           the handle index and each region's ->marked
  *                           and ->next.  May be held across user memory
  *                           access and while taking mmap_lock; only the
  *                           owner's own threads can wait for it (every
@@ -37,11 +37,11 @@
 #include <linux/list.h>
 #include <linux/mmu_notifier.h>
 #include <linux/mutex.h>
+#include <linux/rbtree.h>
 #include <linux/sched.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/wait.h>
-#include <linux/xarray.h>
 
 #include <linux/ummunot.h>
 
@@ -54,14 +54,13 @@
 #define UMMUNOT_CHUNK_BYTES	2048
 #define UMMUNOT_REGION_CHUNK	(UMMUNOT_CHUNK_BYTES / sizeof(struct ummunot_region))
 #define UMMUNOT_HANDLE_CHUNK	(UMMUNOT_CHUNK_BYTES / sizeof(u64))
+/* REGISTER batches of at most this many are copied through the stack. */
+#define UMMUNOT_REGION_STACK	4
 /*
  * UNREGISTER and REARM copy handles through an on-stack buffer of this many,
  * so that they allocate nothing and cannot fail with ENOMEM.
  */
 #define UMMUNOT_HANDLE_STACK	32
-
-/* What one region's slot in the handle xarray costs, rounded up. */
-#define UMMUNOT_XA_SLOT_BYTES	16
 
 /* Module parameters (ummunot_main.c). */
 extern unsigned int ummunot_max_regions;
@@ -102,9 +101,9 @@ struct ummunot_ctx {
 	wait_queue_head_t wq;
 
 	/* Under ->lock. */
-	struct xarray regions;		/* handle id -> struct ummunot_kregion */
-	u32 next_id;
-	u16 handle_gen;			/* wraps of next_id */
+	struct rb_root regions;		/* by handle (ummunot_handle.c) */
+	struct ummunot_kregion *last;	/* the largest handle, or NULL */
+	u64 next_handle;
 	u32 max_regions;		/* fixed at HELLO */
 
 	/*
@@ -129,15 +128,15 @@ struct ummunot_ctx {
 };
 
 /*
- * 120 bytes on x86-64 (the notifier is 88): the handle is stored as its two
- * halves so that the flags fit in the same word.
+ * 152 bytes on x86-64 (the notifier is 88, the handle index node 24): the
+ * region is all the memory a watched range holds.
  */
 struct ummunot_kregion {
 	struct mmu_interval_notifier mni;
 	struct ummunot_ctx *ctx;
 	u64 cookie;
-	u32 id;				/* xarray index, the handle's low half */
-	u16 gen;			/* the handle's high half */
+	u64 handle;			/* under ctx->lock */
+	struct rb_node node;		/* under ctx->lock, ctx->regions */
 	bool armed;			/* under ctx->event_lock */
 	bool marked;			/* under ctx->lock, on a batch's chain */
 	struct ummunot_kregion *next;	/* under ctx->lock, a batch's chain */
@@ -145,8 +144,14 @@ struct ummunot_kregion {
 
 static inline u64 ummunot_kregion_handle(const struct ummunot_kregion *r)
 {
-	return ((u64)r->gen << 32) | r->id;
+	return r->handle;
 }
+
+/* ummunot_handle.c */
+void ummunot_handle_add(struct ummunot_ctx *ctx, struct ummunot_kregion *r);
+void ummunot_handle_del(struct ummunot_ctx *ctx, struct ummunot_kregion *r);
+struct ummunot_kregion *ummunot_handle_lookup(struct ummunot_ctx *ctx,
+					      u64 handle);
 
 /* ummunot_stats.c */
 struct seq_file;

@@ -3,12 +3,13 @@
  * ummunot: watched regions - REGISTER, UNREGISTER, REARM and release.
  *
  * Batches are all-or-nothing.  No allocation is sized by the caller's
- * count: the array is copied through a fixed buffer (UMMUNOT_CHUNK_BYTES),
- * and the regions of a batch are chained through ->next.
+ * count: the array is copied through a fixed buffer (UMMUNOT_CHUNK_BYTES;
+ * on the stack for batches of up to UMMUNOT_REGION_STACK regions), and the
+ * regions of a batch are chained through ->next.
  *
  *   REGISTER:   1. without ctx->lock: charge the user and mm limits, copy
  *                  and validate every element, allocate every region;
- *               2. under ctx->lock: check max_regions, allocate handles,
+ *               2. under ctx->lock: check max_regions, assign handles,
  *                  count the regions (armed), insert the notifiers (only
  *                  the first insert in an mm can fail) and wait out
  *                  in-flight invalidations;
@@ -33,7 +34,6 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
-#include <linux/xarray.h>
 
 #include "ummunot_priv.h"
 
@@ -51,23 +51,6 @@ int ummunot_region_cache_init(void)
 void ummunot_region_cache_exit(void)
 {
 	kmem_cache_destroy(ummunot_kregion_cache);
-}
-
-static unsigned long ummunot_handle_id(u64 handle)
-{
-	return (unsigned long)(handle & UMMUNOT_HANDLE_ID_MASK);
-}
-
-static struct ummunot_kregion *ummunot_region_lookup(struct ummunot_ctx *ctx,
-						     u64 handle)
-{
-	struct ummunot_kregion *r;
-
-	lockdep_assert_held(&ctx->lock);
-	r = xa_load(&ctx->regions, ummunot_handle_id(handle));
-	if (!r || ummunot_kregion_handle(r) != handle)
-		return NULL;
-	return r;
 }
 
 /* Read and check the batch descriptor common to all three ioctls. */
@@ -143,7 +126,16 @@ ummunot_batch_walk(struct ummunot_batch *b, void *buf, size_t size, u32 chunk,
 		unsigned long left;
 
 		n = min_t(u32, b->count - i, chunk);
-		left = copy_from_user(buf, uarray + (size_t)i * size, n * size);
+		/*
+		 * One element (the common single-region call) is copied with
+		 * a size known at compile time, which skips the hardened
+		 * usercopy object check (__check_object_size()).
+		 */
+		if (n == 1)
+			left = copy_from_user(buf, uarray + (size_t)i * size, size);
+		else
+			left = copy_from_user(buf, uarray + (size_t)i * size,
+					      n * size);
 		full = n - DIV_ROUND_UP(left, size);
 		for (j = 0; j < full; j++) {
 			b->error_index = i + j;
@@ -209,12 +201,12 @@ static long ummunot_register_one(void *arg, const void *elem)
  */
 static long ummunot_register_prepare(struct ummunot_ctx *ctx,
 				     struct ummunot_batch *b,
-				     struct ummunot_region *buf,
+				     struct ummunot_region *buf, u32 chunk,
 				     struct ummunot_kregion **headp)
 {
 	struct ummunot_chain c = { .ctx = ctx, .tail = headp };
 
-	return ummunot_batch_walk(b, buf, sizeof(*buf), UMMUNOT_REGION_CHUNK,
+	return ummunot_batch_walk(b, buf, sizeof(*buf), chunk,
 				  ummunot_register_one, &c);
 }
 
@@ -228,13 +220,12 @@ static void ummunot_count_regions(struct ummunot_ctx *ctx, u32 count)
 }
 
 /*
- * Undo REGISTER phases 2-3 for the chain at @head: @nr_ids regions have a
- * handle, the first @nr_inserted of them are in the notifier tree, and
- * if @counted all of them are in nr_regions/nr_armed.
+ * Undo REGISTER phases 2-3 for the chain at @head: every region has a
+ * handle and is counted in nr_regions/nr_armed, the first @nr_inserted of
+ * them are in the notifier tree.
  */
 static void ummunot_register_undo(struct ummunot_ctx *ctx,
-				  struct ummunot_kregion *head, u32 nr_ids,
-				  u32 nr_inserted, bool counted)
+				  struct ummunot_kregion *head, u32 nr_inserted)
 {
 	struct ummunot_kregion *r;
 	u32 i, armed = 0, nr = 0;
@@ -244,10 +235,8 @@ static void ummunot_register_undo(struct ummunot_ctx *ctx,
 		mmu_interval_notifier_remove(&r->mni);
 		cond_resched();
 	}
-	for (r = head, i = 0; r && i < nr_ids; r = r->next, i++)
-		xa_erase(&ctx->regions, r->id);
-	if (!counted)
-		return;
+	for (r = head; r; r = r->next)
+		ummunot_handle_del(ctx, r);
 
 	spin_lock(&ctx->event_lock);
 	for (r = head; r; r = r->next) {
@@ -267,7 +256,7 @@ static long ummunot_register_commit(struct ummunot_ctx *ctx,
 {
 	struct ummunot_region __user *uregs = u64_to_user_ptr(b->ptr);
 	struct ummunot_kregion *r;
-	u32 i, nr_ids = 0, nr_inserted = 0;
+	u32 i, nr_inserted = 0;
 	long ret;
 
 	lockdep_assert_held(&ctx->lock);
@@ -276,24 +265,10 @@ static long ummunot_register_commit(struct ummunot_ctx *ctx,
 		return -ENOSPC;
 	}
 
-	/* Handles. */
-	for (r = head, i = 0; r; r = r->next, i++) {
-		u32 id;
-		int err;
-
-		b->error_index = i;
-		err = xa_alloc_cyclic(&ctx->regions, &id, r, xa_limit_32b,
-				      &ctx->next_id, GFP_KERNEL_ACCOUNT);
-		if (err < 0) {
-			ret = err == -EBUSY ? -ENOSPC : err;
-			goto undo;
-		}
-		if (err == 1)		/* ids wrapped: new handles differ from old */
-			ctx->handle_gen++;
-		r->id = id;
-		r->gen = ctx->handle_gen;
+	/* Handles: allocate nothing, cannot fail. */
+	for (r = head; r; r = r->next) {
+		ummunot_handle_add(ctx, r);
 		r->armed = true;
-		nr_ids++;
 	}
 
 	/*
@@ -352,19 +327,18 @@ static long ummunot_register_commit(struct ummunot_ctx *ctx,
 	return 0;
 
 undo_counted:
-	ummunot_register_undo(ctx, head, nr_ids, nr_inserted, true);
-	return ret;
-undo:
-	ummunot_register_undo(ctx, head, nr_ids, 0, false);
+	ummunot_register_undo(ctx, head, nr_inserted);
 	return ret;
 }
 
 long ummunot_ioctl_register(struct ummunot_ctx *ctx,
 			    struct ummunot_batch __user *ubatch)
 {
+	struct ummunot_region sbuf[UMMUNOT_REGION_STACK];
 	struct ummunot_kregion *head = NULL;
-	struct ummunot_region *buf;
+	struct ummunot_region *buf = sbuf;
 	struct ummunot_batch b = {};
+	u32 chunk = UMMUNOT_REGION_STACK;
 	u64 nr;
 	long ret;
 
@@ -385,13 +359,22 @@ long ummunot_ioctl_register(struct ummunot_ctx *ctx,
 	if (ret)
 		goto out;	/* error_index: count */
 
-	buf = kmalloc(UMMUNOT_CHUNK_BYTES, GFP_KERNEL);
-	if (!buf) {
-		ret = -ENOMEM;
-		goto out_uncharge;
+	/*
+	 * Small batches go through the stack: a kmalloc()ed chunk cost a
+	 * third of a single-region REGISTER (allocation, zeroing under
+	 * init_on_alloc, the usercopy heap check, kfree()).
+	 */
+	if (b.count > UMMUNOT_REGION_STACK) {
+		buf = kmalloc(UMMUNOT_CHUNK_BYTES, GFP_KERNEL);
+		if (!buf) {
+			ret = -ENOMEM;
+			goto out_uncharge;
+		}
+		chunk = UMMUNOT_REGION_CHUNK;
 	}
-	ret = ummunot_register_prepare(ctx, &b, buf, &head);
-	kfree(buf);
+	ret = ummunot_register_prepare(ctx, &b, buf, chunk, &head);
+	if (buf != sbuf)
+		kfree(buf);
 	if (ret)
 		goto out_free;
 
@@ -424,7 +407,7 @@ static void ummunot_region_destroy(struct ummunot_ctx *ctx,
 {
 	/* Waits for a callback running on this region to finish. */
 	mmu_interval_notifier_remove(&r->mni);
-	xa_erase(&ctx->regions, r->id);
+	ummunot_handle_del(ctx, r);
 
 	spin_lock(&ctx->event_lock);
 	if (r->armed)
@@ -441,7 +424,7 @@ static long ummunot_handle_one(void *arg, const void *elem)
 	struct ummunot_chain *c = arg;
 	struct ummunot_kregion *r;
 
-	r = ummunot_region_lookup(c->ctx, *(const u64 *)elem);
+	r = ummunot_handle_lookup(c->ctx, *(const u64 *)elem);
 	if (!r)
 		return -ENOENT;
 	if (r->marked)
@@ -573,14 +556,10 @@ long ummunot_ioctl_rearm(struct ummunot_ctx *ctx,
 /* File release: stop watching everything.  No ioctl can run any more. */
 void ummunot_regions_release(struct ummunot_ctx *ctx)
 {
-	struct ummunot_kregion *r;
-	unsigned long id;
-
 	mutex_lock(&ctx->lock);
-	xa_for_each(&ctx->regions, id, r) {
-		ummunot_region_destroy(ctx, r);
+	while (ctx->last) {
+		ummunot_region_destroy(ctx, ctx->last);
 		cond_resched();
 	}
 	mutex_unlock(&ctx->lock);
-	xa_destroy(&ctx->regions);
 }

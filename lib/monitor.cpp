@@ -103,6 +103,8 @@ int ummunot_monitor::handshake(const ummunot_monitor_attr *attr)
 
 ummunot_monitor::~ummunot_monitor()
 {
+	if (check_words_out)
+		ummunot::detail::check_words_forget(this);
 	// In a forked child the ring was not inherited (VM_DONTCOPY): whatever
 	// is mapped at map_ now is not ours.  Only the fd is closed.
 	if (map_ && !forked())

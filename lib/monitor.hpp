@@ -21,6 +21,14 @@
 #include "fork.hpp"
 #include "ring.hpp"
 
+struct ummunot_monitor;
+
+namespace ummunot::detail {
+// The monitor is being destroyed: its seen word is no longer handed out
+// (monitor_check.cpp).
+void check_words_forget(const ummunot_monitor *m);
+} // namespace ummunot::detail
+
 struct ummunot_monitor {
 public:
 	static int open(std::unique_ptr<ummunot::detail::device> dev,
@@ -41,6 +49,26 @@ public:
 	// The generation word itself, for callers that load it with (F) on a
 	// hot path without going through this object.
 	const __u64 *generation_word() const { return &hdr_->generation; }
+
+	// The word changed() compares with, for the inline check of
+	// <ummunot/ummunot.h> (ummunot_monitor_check_init()): C code loads it
+	// with __atomic_load_n(), the builtin std::atomic is made of.
+	const std::uint64_t *seen_word() const
+	{
+		static_assert(sizeof(seen_gen_) == sizeof(std::uint64_t) &&
+			      alignof(decltype(seen_gen_)) == alignof(std::uint64_t) &&
+			      std::atomic<std::uint64_t>::is_always_lock_free);
+		return reinterpret_cast<const std::uint64_t *>(&seen_gen_);
+	}
+
+	// In a forked child, from the fork handler of monitor_check.cpp:
+	// the inline check reads "changed" without touching the ring.
+	void poison_seen() { seen_gen_.store(UMMUNOT_CHECK_FORKED, std::memory_order_relaxed); }
+
+	// ummunot_monitor_check_init() handed out seen_word(): the fork
+	// handler must poison it, and the destructor forget this monitor.
+	// Under the lock of monitor_check.cpp.
+	mutable bool check_words_out = false;
 
 	bool changed() const
 	{

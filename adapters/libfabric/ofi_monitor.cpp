@@ -85,6 +85,12 @@ struct state {
 
 	std::mutex mu;
 	std::atomic<ummunot_monitor *> mon{nullptr};
+	// mon's inline "changed?" words (ummunot_monitor_check_init()), or
+	// null: the fast path's first word.  Published with a release store
+	// after they are filled, loaded with acquire in ofi_valid() (the
+	// pair).  One per monitor, never freed: a reader may still hold the
+	// previous one (at most one more per forked child that uses us).
+	std::atomic<const ummunot_monitor_check *> chk{nullptr};
 	// Invalidated records outstanding (the fast path's second word).
 	std::atomic<std::uint64_t> invalidated{0};
 	std::unordered_map<range_key, record, range_hash> by_range;
@@ -199,6 +205,20 @@ void drain(state *s)
 		flush_unreg(s);
 }
 
+// Publish m's inline check words (null if they cannot be had: the fast
+// path then stays off and every hit asks the slow path).
+void publish_check(state *s, ummunot_monitor *m)
+{
+	auto *c = new (std::nothrow) ummunot_monitor_check{};
+	if (c && ummunot_monitor_check_init(m, c) < 0) {
+		delete c;
+		c = nullptr;
+	}
+	// release: pairs with the acquire load in ofi_valid(); the words
+	// are filled before a hit can use them.
+	s->chk.store(c, std::memory_order_release);
+}
+
 // In a forked child the inherited monitor refuses every call (-ECHILD):
 // nothing the parent subscribed is watched here.  Forget it all (every
 // inherited cache entry then has no record: invalid) and open our own.
@@ -210,6 +230,9 @@ int ensure_owner(state *s)
 		return 0;
 	if (m) {
 		bump(s->forks);
+		// The inherited check words say "changed" here (fork):
+		// dropped, not freed (a hit may be reading them).
+		s->chk.store(nullptr, std::memory_order_relaxed);
 		ummunot_monitor_close(m);	// the child's copy only
 		s->mon.store(nullptr, std::memory_order_relaxed);
 	}
@@ -229,6 +252,7 @@ int ensure_owner(state *s)
 	if (r < 0)
 		return r;
 	s->mon.store(nm, std::memory_order_relaxed);
+	publish_check(s, nm);
 	return 0;
 }
 
@@ -351,10 +375,13 @@ bool ofi_valid(fid_mem_monitor *fm, const void *addr, std::size_t len)
 	state *s = of(fm);
 
 	if (s->invalidated.load(std::memory_order_relaxed) == 0) {
-		ummunot_monitor *m = s->mon.load(std::memory_order_relaxed);
-		// One acquire load of the ring's generation (and the
-		// library's fork check); 0: no event since the last read.
-		if (m && ummunot_monitor_changed(m) == 0)
+		// acquire: pairs with the release store in publish_check().
+		const ummunot_monitor_check *c = s->chk.load(std::memory_order_acquire);
+		// Inline, no call: the fork check, then the acquire load (F)
+		// of the ring's generation (pairs with the kernel's (E))
+		// against the one the last complete read consumed up to;
+		// 0: no event since the last read.
+		if (c && ummunot_monitor_check_changed(c) == 0)
 			return true;
 	}
 	return ofi_valid_slow(s, addr, len);
@@ -427,6 +454,7 @@ int ummunot_ofi_import(unsigned int flags)
 		return -ENOMEM;
 	}
 	s->mon.store(m, std::memory_order_relaxed);
+	publish_check(s, m);
 	s->ops.size = sizeof(s->ops);
 	s->ops.start = ofi_start;
 	s->ops.stop = ofi_stop;
@@ -440,6 +468,7 @@ int ummunot_ofi_import(unsigned int flags)
 
 	int r = fi_import(FI_VERSION(1, 13), "mr_cache", nullptr, 0, 0, &s->fid.fid, s);
 	if (r != 0) {
+		delete s->chk.load(std::memory_order_relaxed);
 		ummunot_monitor_close(m);
 		delete s;
 		// libfabric returns -FI_Exxx, which are -errno values.

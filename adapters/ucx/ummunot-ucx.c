@@ -186,6 +186,10 @@ static struct {
 	int verbose;
 	_Atomic int blind;
 	_Atomic(struct ummunot_monitor *) mon;
+	/* mon's inline "changed?" words, or NULL (lookup_check() then takes
+	 * the slow path).  One per monitor, never freed: a lookup may still
+	 * hold the previous one (one more per forked child that uses UCX). */
+	_Atomic(const struct ummunot_monitor_check *) chk;
 	struct ummunot_monitor *stale_mon;	/* the parent's, in a child */
 	int need_open;			/* a child's monitor is not open yet */
 	_Atomic unsigned int slow;
@@ -485,6 +489,20 @@ static struct ummunot_monitor *open_monitor(void)
 	return m;
 }
 
+/* Publish m's inline check words (NULL if m is or they cannot be had). */
+static void publish_check(struct ummunot_monitor *m)
+{
+	struct ummunot_monitor_check *c = m ? malloc(sizeof(*c)) : NULL;
+
+	if (c && ummunot_monitor_check_init(m, c) < 0) {
+		free(c);
+		c = NULL;
+	}
+	/* release: pairs with the acquire load in lookup_check(); the words
+	 * are filled before a lookup can use them. */
+	atomic_store_explicit(&g.chk, c, memory_order_release);
+}
+
 /*
  * In a forked child: the inherited monitor answers -ECHILD (libummunot's
  * contract).  The child handler (single-threaded, async-signal context:
@@ -501,6 +519,8 @@ static void atfork_child(void)
 	pthread_mutex_init(&g.list_lock, NULL);
 	g.stale_mon = atomic_load(&g.mon);
 	atomic_store(&g.mon, NULL);
+	/* The inherited words answer "changed" here anyway (fork check). */
+	atomic_store(&g.chk, NULL);
 	g.need_open = 1;
 	g.epoch++;
 	inc(&g.forks);
@@ -523,6 +543,7 @@ static struct ummunot_monitor *child_monitor_locked(void)
 	if (!m)
 		atomic_store(&g.blind, 1);
 	atomic_store(&g.mon, m);
+	publish_check(m);
 	return m;
 }
 
@@ -559,19 +580,39 @@ static int env_on(const char *name)
 	return e && *e && strcmp(e, "0");
 }
 
+/*
+ * Fail-closed (UMMUNOT_REQUIRE=1, set by ummunot-exec in mode require):
+ * the adapter could not become active, and the line above said why.  The
+ * process must not run on unprotected: exit with ummunot-exec's status.
+ */
+static void require_active(void)
+{
+	static const char msg[] = "libummunot-ucx: not active and UMMUNOT_REQUIRE is set, exiting\n";
+
+	if (!env_on("UMMUNOT_REQUIRE"))
+		return;
+	(void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);	/* exiting either way */
+	_exit(126);
+}
+
 static void start(void)
 {
 	struct ummunot_monitor *m;
 
 	if (env_on("UMMUNOT_UCX_STATS"))
 		atexit(print_stats);
-	g.verbose = env_on("UMMUNOT_UCX_VERBOSE");
-	if (!version_gate())
+	g.verbose = env_on("UMMUNOT_UCX_VERBOSE") || env_on("UMMUNOT_VERBOSE");
+	if (!version_gate()) {
+		require_active();
 		return;		/* refused: UCX as configured */
+	}
 	m = open_monitor();
-	if (!m)
+	if (!m) {
+		require_active();
 		return;		/* passive: UCX as configured */
+	}
 	atomic_store(&g.mon, m);
+	publish_check(m);
 	/* After the open: libummunot's fork handler is installed, and
 	 * child handlers run in registration order. */
 	pthread_atfork(NULL, NULL, atfork_child);
@@ -592,6 +633,7 @@ static void refuse_late(const char *why)
 	fprintf(stderr, "libummunot-ucx: refusing: %s; active 0, UCX's registration "
 		"caches created from now on get no events from ummunot\n", why);
 	atomic_store(&g.refused, 1);
+	require_active();
 	if (atomic_exchange(&g.active, 0) && !atomic_load(&g.rcaches))
 		g.unset_external_event(UCM_EVENT_VM_UNMAPPED);
 }
@@ -698,14 +740,19 @@ static __attribute__((noinline)) void sync_slow(void)
 
 /*
  * Before a lookup in one of our caches: drain if the ring moved or a
- * drain is in flight.  Cost when nothing changed: libummunot's changed()
- * (an acquire load of the ring's generation and a relaxed one) and one
- * acquire load of g.slow (plain loads on x86).
+ * drain is in flight.  Cost when nothing changed, with no call:
+ * libummunot's inline ummunot_monitor_check_changed() (the fork word, then
+ * an acquire load of the ring's generation and a relaxed one of the
+ * generation last consumed) and one acquire load of g.slow (plain loads
+ * on x86).
  */
 static inline void lookup_check(void)
 {
-	struct ummunot_monitor *m = atomic_load_explicit(&g.mon, memory_order_acquire);
-	int changed = m ? ummunot_monitor_changed(m) : 1;
+	/* acquire: pairs with the release store in publish_check(). */
+	const struct ummunot_monitor_check *c =
+		atomic_load_explicit(&g.chk, memory_order_acquire);
+	/* (F) inside: pairs with the kernel's (E) (ring.rst). */
+	int changed = c ? ummunot_monitor_check_changed(c) : 1;
 
 	/* acquire fence: pairs with the release fence after setting BUSY in
 	 * drain_locked() (a drainer that moved "seen" has BUSY visible). */

@@ -339,6 +339,60 @@ struct ummunot_cache_stats_ext {
 int ummunot_cache_stats_ext(struct ummunot_cache *cache,
 			    struct ummunot_cache_stats_ext *stats, size_t size);
 
+/* ------------------------------------------------------------------ */
+/* Since 0.3 (version node UMMUNOT_0.3)                                */
+/* ------------------------------------------------------------------ */
+
+/*
+ * ummunot_monitor_changed() without the call: the two words it compares,
+ * so that a hot path (a cache hit) can inline the test.  Filled once by
+ * ummunot_monitor_check_init(); valid until ummunot_monitor_close() of the
+ * monitor (for a cache's monitor: ummunot_cache_destroy()).  The words
+ * are the library's; read them only through ummunot_monitor_check_changed().
+ */
+struct ummunot_monitor_check {
+	const __u64 *generation;	/* the ring header's generation word */
+	const uint64_t *seen;		/* the generation the last complete
+					 * ummunot_monitor_read() consumed up
+					 * to; UMMUNOT_CHECK_FORKED in a child */
+};
+
+/* seen in a child forked after ummunot_monitor_check_init(). */
+#define UMMUNOT_CHECK_FORKED UINT64_MAX
+
+int ummunot_monitor_check_init(const struct ummunot_monitor *monitor,
+			       struct ummunot_monitor_check *check);
+
+/*
+ * 1 if the ring's generation moved since the last complete read (or this
+ * process is a child forked after ummunot_monitor_check_init(): the ring
+ * is not mapped there, and the library's calls return -ECHILD), else 0.
+ * Same answer as ummunot_monitor_changed(), with two loads of the
+ * caller's struct, two of the words and no call.
+ */
+static inline int
+ummunot_monitor_check_changed(const struct ummunot_monitor_check *check)
+{
+	/*
+	 * seen first: in a forked child the library's fork handler has set
+	 * it to UMMUNOT_CHECK_FORKED, and the ring (not mapped there: the
+	 * kernel sets VM_DONTCOPY) is never dereferenced.  Relaxed, as in
+	 * ummunot_monitor_changed(): seen and generation only grow, so a
+	 * seen older than the generation loaded next reads as "changed".
+	 */
+	uint64_t seen = __atomic_load_n(check->seen, __ATOMIC_RELAXED);
+
+	if (seen == UMMUNOT_CHECK_FORKED)
+		return 1;
+	/*
+	 * (F) of the ring protocol (include/uapi/linux/ummunot.h,
+	 * Documentation/ring.rst): acquire, pairs with the kernel's (E)
+	 * store-release of generation, so a caller that sees 0 may rely on
+	 * every event published before it having been consumed.
+	 */
+	return __atomic_load_n(check->generation, __ATOMIC_ACQUIRE) != seen;
+}
+
 #ifdef __cplusplus
 }
 #endif

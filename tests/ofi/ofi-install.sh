@@ -78,5 +78,20 @@ if [ ! -e /dev/ummunot ]; then
 	esac
 	out=$(UMMUNOT_OFI=0 LD_LIBRARY_PATH=$libdir LD_PRELOAD=$pre /bin/true 2>&1)
 	[ -z "$out" ] || fail "UMMUNOT_OFI=0 still printed: $out"
+	# Preloaded by full path with libummunot*.so.0 outside the loader's
+	# path (no LD_LIBRARY_PATH): its RUNPATH finds them.
+	out=$(LD_PRELOAD=$pre /bin/true 2>&1)
+	case "$out" in
+	*"cannot be preloaded"*|*"cannot open shared object"*) fail "full-path preload without LD_LIBRARY_PATH: $out" ;;
+	*"not active"*) ;;
+	*) fail "full-path preload without LD_LIBRARY_PATH, expected a 'not active' line, got: $out" ;;
+	esac
+	# Fail-closed: UMMUNOT_REQUIRE=1 turns that line into exit status 126.
+	out=$(UMMUNOT_REQUIRE=1 LD_PRELOAD=$pre /bin/true 2>&1); rc=$?
+	[ $rc -eq 126 ] || fail "UMMUNOT_REQUIRE=1 without a module: exit $rc, want 126 ($out)"
+	case "$out" in
+	*"not active and UMMUNOT_REQUIRE is set, exiting"*) ;;
+	*) fail "UMMUNOT_REQUIRE=1 without a module printed: $out" ;;
+	esac
 fi
 echo "PASS"
