@@ -391,9 +391,13 @@ def main():
     names = {'ofi': 'mtl ofi (verbs;ofi_rxm, rxe)', 'ucx': 'pml ucx (rc_verbs, rxe)'}
     for tr in ('ofi', 'ucx'):
         pp = {}		# (mode, series) -> {bytes: best half round trip}
+        jobs = 0
         for mode in ('hooks', 'ummunot'):
-            for i in (1, 2):
-                d = load(raw, 'mpi-pingpong-%s-%s-%d' % (tr, mode, i)) or {}
+            for i in range(1, 10):
+                d = load(raw, 'mpi-pingpong-%s-%s-%d' % (tr, mode, i))
+                if d is None:
+                    continue
+                jobs = max(jobs, i)
                 for ser in ('reuse', 'free'):
                     for r in d.get(ser, []):
                         cur = pp.setdefault((mode, ser), {}).get(r['bytes'])
@@ -405,8 +409,11 @@ def main():
         w('"hooks": the stack\'s defaults (Open MPI\'s patcher%s); "ummunot": every hook '
           'off and the adapter preloaded (integration-guide.rst).  "reuse": one buffer per '
           'size, the cache hits; "free": malloc() and free() around every round trip.  Best '
-          'of two jobs each (alternated), each the best of 3 medians of half round '
-          'trips.\n' % (' imported into libfabric' if tr == 'ofi' else ' feeding UCX'))
+          'of %d job(s) each (alternated), each the best of 3 medians of half round '
+          'trips.%s\n' % (' imported into libfabric' if tr == 'ofi' else ' feeding UCX', jobs,
+                           '  One vCPU, QEMU -icount (instructions, not host time), '
+                           'ranks yield when idle.' if 'icount' in meta.get('mode', '')
+                           else ''))
         w('| series | bytes | hooks (us) | ummunot (us) | ummunot / hooks | hooks MB/s | ummunot MB/s |')
         w('|---|---|---|---|---|---|---|')
         worst = {}
