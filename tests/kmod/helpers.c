@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -722,4 +723,15 @@ int t_recv_fd(int sock)
 	T_ASSERT(cm && cm->cmsg_type == SCM_RIGHTS, "no fd received");
 	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
 	return fd;
+}
+
+int t_wait_child(pid_t pid)
+{
+	int st;
+
+	if (waitpid(pid, &st, 0) != pid)
+		t_fail("waitpid: %s", t_errname(errno));
+	if (!WIFEXITED(st))
+		t_fail("child killed by signal %d", WTERMSIG(st));
+	return WEXITSTATUS(st);
 }

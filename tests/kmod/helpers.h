@@ -121,6 +121,9 @@ uint64_t t_resync(struct t_file *f);
 void t_send_fd(int sock, int fd);
 int t_recv_fd(int sock);
 
+/* Wait for a child; fail the test unless it exited.  Returns its status. */
+int t_wait_child(pid_t pid);
+
 /* (C): acquire load of the producer index; pairs with the kernel's (B). */
 static inline uint64_t t_producer(const struct t_file *f)
 {

@@ -119,17 +119,6 @@ static void __attribute__((noreturn)) fill_and_hold(int wfd, int rfd)
 	_exit(T_EXIT_PASS);
 }
 
-static int wait_child(pid_t pid)
-{
-	int st;
-
-	if (waitpid(pid, &st, 0) != pid)
-		t_fail("waitpid: %s", t_errname(errno));
-	if (!WIFEXITED(st))
-		t_fail("child killed by signal %d", WTERMSIG(st));
-	return WEXITSTATUS(st);
-}
-
 static void write_file(const char *path, const char *s)
 {
 	int fd = open(path, O_WRONLY);
@@ -158,10 +147,10 @@ static int32_t nobody_alone(void)
 	close(up[1]);
 	close(down[0]);
 	if (read(up[0], &n, sizeof(n)) != sizeof(n))
-		t_fail("child failed (status %d)", wait_child(pid));
+		t_fail("child failed (status %d)", t_wait_child(pid));
 	close(down[1]);
 	close(up[0]);
-	T_EQ("nobody-alone child status", T_EXIT_PASS, wait_child(pid));
+	T_EQ("nobody-alone child status", T_EXIT_PASS, t_wait_child(pid));
 	return n;
 }
 
@@ -212,7 +201,7 @@ static pid_t spawn_in_ns(void (*fn)(int, int), int a, int b)
 	close(go[0]);
 	close(ready[1]);
 	if (read(ready[0], &c, 1) != 1) {
-		int st = wait_child(pid);
+		int st = t_wait_child(pid);
 
 		if (st == T_EXIT_SKIP)
 			t_skip("unprivileged user namespaces are not available");
@@ -282,7 +271,7 @@ static void __attribute__((noreturn)) ns_root(int wfd, int rfd)
 		if (read(up[0], &counts[i], sizeof(counts[i])) !=
 		    sizeof(counts[i]))
 			t_fail("inner uid %d failed (status %d)", i,
-			       wait_child(pids[i]));
+			       t_wait_child(pids[i]));
 		close(up[0]);
 	}
 	if (write(wfd, counts, sizeof(counts)) != sizeof(counts))
@@ -290,7 +279,7 @@ static void __attribute__((noreturn)) ns_root(int wfd, int rfd)
 	(void)read(rfd, counts, sizeof(counts[0]));
 	close(down[1]);
 	for (int i = 0; i < NR_INNER; i++)
-		T_EQ("inner child status", T_EXIT_PASS, wait_child(pids[i]));
+		T_EQ("inner child status", T_EXIT_PASS, t_wait_child(pids[i]));
 	_exit(T_EXIT_PASS);
 }
 
@@ -317,7 +306,7 @@ static void check_fd_passing(void)
 	close(sv[1]);
 	fd = t_recv_fd(sv[0]);
 	close(sv[0]);
-	T_EQ("namespace child status", T_EXIT_PASS, wait_child(pid));
+	T_EQ("namespace child status", T_EXIT_PASS, t_wait_child(pid));
 	/* Its opener has exited; root holds the only reference. */
 	T_ASSERT(user_use(NOBODY, &memory, &regions),
 		 "a passed file is no longer charged to nobody");
@@ -356,13 +345,13 @@ static void check_drop_privileges(void)
 	close(down[0]);
 	if (read(up[0], &c, 1) != 1)
 		t_fail("drop-privileges child failed (status %d)",
-		       wait_child(pid));
+		       t_wait_child(pid));
 	T_EQ("regions root's file gained after setuid(nobody)",
 	     PASSED_REGIONS, root_regions() - before);
 	T_ASSERT(!user_use(NOBODY, &memory, &regions),
 		 "nobody charged for a file root opened");
 	close(down[1]);
-	T_EQ("drop-privileges child status", T_EXIT_PASS, wait_child(pid));
+	T_EQ("drop-privileges child status", T_EXIT_PASS, t_wait_child(pid));
 }
 
 int main(int argc, char **argv)
@@ -389,7 +378,7 @@ int main(int argc, char **argv)
 	close(up[1]);
 	close(down[0]);
 	if (read(up[0], counts, sizeof(counts)) != sizeof(counts))
-		t_fail("namespace child failed (status %d)", wait_child(pid));
+		t_fail("namespace child failed (status %d)", t_wait_child(pid));
 
 	for (int i = 0; i < NR_INNER; i++) {
 		t_log("inner uid %d (outer %d): %d regions", i,
@@ -418,7 +407,7 @@ int main(int argc, char **argv)
 		 "nobody outside the namespace still got %d regions", outside);
 
 	close(down[1]);
-	T_EQ("namespace child status", T_EXIT_PASS, wait_child(pid));
+	T_EQ("namespace child status", T_EXIT_PASS, t_wait_child(pid));
 	T_ASSERT(!user_use(NOBODY, &memory, &regions),
 		 "uid %d still charged after exit: memory %ld regions %ld",
 		 NOBODY, memory, regions);

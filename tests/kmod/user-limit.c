@@ -114,17 +114,6 @@ static void child_second(void)
 	_exit(T_EXIT_PASS);
 }
 
-static int wait_child(pid_t pid)
-{
-	int st;
-
-	if (waitpid(pid, &st, 0) != pid)
-		t_fail("waitpid: %s", t_errname(errno));
-	if (!WIFEXITED(st))
-		t_fail("child killed by signal %d", WTERMSIG(st));
-	return WEXITSTATUS(st);
-}
-
 int main(int argc, char **argv)
 {
 	int up[2], down[2];
@@ -148,7 +137,7 @@ int main(int argc, char **argv)
 	close(up[1]);
 	close(down[0]);
 	if (read(up[0], &n, sizeof(n)) != sizeof(n))
-		t_fail("child A failed (status %d)", wait_child(a));
+		t_fail("child A failed (status %d)", t_wait_child(a));
 
 	T_ASSERT(user_use(NOBODY, &memory, &regions), "uid %d not listed", NOBODY);
 	T_EQ("users: regions of uid 65534", n, regions);
@@ -160,7 +149,7 @@ int main(int argc, char **argv)
 	b = fork();
 	if (b == 0)
 		child_second();
-	T_EQ("child B status", T_EXIT_PASS, wait_child(b));
+	T_EQ("child B status", T_EXIT_PASS, t_wait_child(b));
 
 	/* Another user (root) has its own budget. */
 	t_file_open(&root, 64);
@@ -168,7 +157,7 @@ int main(int argc, char **argv)
 	t_file_close(&root);
 
 	close(down[1]);		/* child A may exit now */
-	T_EQ("child A status", T_EXIT_PASS, wait_child(a));
+	T_EQ("child A status", T_EXIT_PASS, t_wait_child(a));
 	if (user_use(NOBODY, &memory, &regions))
 		t_fail("uid %d still listed after its files closed: memory %ld regions %ld",
 		       NOBODY, memory, regions);
@@ -180,6 +169,6 @@ int main(int argc, char **argv)
 		T_EQ("HELLO after the first process exited", 0, hello_errno(64));
 		_exit(T_EXIT_PASS);
 	}
-	T_EQ("child C status", T_EXIT_PASS, wait_child(b));
+	T_EQ("child C status", T_EXIT_PASS, t_wait_child(b));
 	return T_EXIT_PASS;
 }

@@ -159,4 +159,35 @@ struct fixture {
 	}
 };
 
+// A monitor over a fresh fake device (the ring tests, the inline check's).
+struct monitor_fixture {
+	fake_device *fake = nullptr;
+	ummunot_monitor *mon = nullptr;
+
+	explicit monitor_fixture(std::uint32_t entries = 64, fake_device::config cfg = {})
+	{
+		auto dev = std::make_unique<fake_device>(cfg);
+		fake = dev.get();
+		ummunot_monitor_attr a{};
+		a.ring_entries = entries;
+		if (int r = ummunot::detail::monitor_open_device(std::move(dev), &a, &mon))
+			throw std::system_error(-r, std::generic_category(), "monitor_open_device");
+	}
+	~monitor_fixture() { ummunot_monitor_close(mon); }
+	monitor_fixture(const monitor_fixture &) = delete;
+	monitor_fixture &operator=(const monitor_fixture &) = delete;
+
+	// Watch [start, start + len) under cookie; returns the handle.
+	std::uint64_t watch(std::uint64_t start, std::uint64_t len, std::uint64_t cookie)
+	{
+		ummunot_region r{};
+		r.start = start;
+		r.length = len;
+		r.cookie = cookie;
+		if (int e = ummunot_monitor_register(mon, &r, 1, nullptr))
+			throw std::system_error(-e, std::generic_category(), "ummunot_monitor_register");
+		return r.handle;
+	}
+};
+
 } // namespace test

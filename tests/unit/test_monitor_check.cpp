@@ -5,6 +5,8 @@
 // "changed" (without touching the ring) in a forked child.
 #include "catch.hpp"
 
+#include <memory>
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,31 +16,10 @@ using namespace test;
 
 namespace {
 
-struct check_fixture {
-	fake_device *fake = nullptr;
-	ummunot_monitor *mon = nullptr;
+struct check_fixture : monitor_fixture {
 	ummunot_monitor_check chk{};
 
-	check_fixture()
-	{
-		auto dev = std::make_unique<fake_device>();
-		fake = dev.get();
-		ummunot_monitor_attr a{};
-		a.ring_entries = 64;
-		REQUIRE(ummunot::detail::monitor_open_device(std::move(dev), &a, &mon) == 0);
-		REQUIRE(ummunot_monitor_check_init(mon, &chk) == 0);
-	}
-	~check_fixture() { ummunot_monitor_close(mon); }
-
-	std::uint64_t watch(std::uint64_t start, std::uint64_t len, std::uint64_t cookie)
-	{
-		ummunot_region r{};
-		r.start = start;
-		r.length = len;
-		r.cookie = cookie;
-		REQUIRE(ummunot_monitor_register(mon, &r, 1, nullptr) == 0);
-		return r.handle;
-	}
+	check_fixture() { REQUIRE(ummunot_monitor_check_init(mon, &chk) == 0); }
 
 	// Both forms, which must agree.
 	int changed()
@@ -140,8 +121,8 @@ TEST_CASE("fork after close: a closed monitor's words are forgotten", "[check][f
 	// A monitor whose words were handed out, closed before the fork: the
 	// child's handler must not write into it (freed).  A second monitor
 	// at work proves the handler ran.
-	auto *first = new check_fixture;
-	delete first;
+	auto first = std::make_unique<check_fixture>();
+	first.reset();
 	check_fixture f;
 	pid_t pid = fork();
 	if (pid == 0)

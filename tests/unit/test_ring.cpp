@@ -10,38 +10,9 @@
 
 using namespace test;
 
-namespace {
-
-struct mon_fixture {
-	fake_device *fake = nullptr;
-	ummunot_monitor *mon = nullptr;
-
-	explicit mon_fixture(std::uint32_t entries = 64, fake_device::config cfg = {})
-	{
-		auto dev = std::make_unique<fake_device>(cfg);
-		fake = dev.get();
-		ummunot_monitor_attr a{};
-		a.ring_entries = entries;
-		REQUIRE(ummunot::detail::monitor_open_device(std::move(dev), &a, &mon) == 0);
-	}
-	~mon_fixture() { ummunot_monitor_close(mon); }
-
-	std::uint64_t watch(std::uint64_t start, std::uint64_t len, std::uint64_t cookie)
-	{
-		ummunot_region r{};
-		r.start = start;
-		r.length = len;
-		r.cookie = cookie;
-		REQUIRE(ummunot_monitor_register(mon, &r, 1, nullptr) == 0);
-		return r.handle;
-	}
-};
-
-} // namespace
-
 TEST_CASE("handshake reports the negotiated ring", "[ring]")
 {
-	mon_fixture f(100);
+	monitor_fixture f(100);
 	ummunot_monitor_info info{};
 
 	REQUIRE(ummunot_monitor_query(f.mon, &info) == 0);
@@ -86,7 +57,7 @@ TEST_CASE("open of a missing device fails with the errno", "[ring]")
 
 TEST_CASE("an invalidation yields one clipped event, then the region is quiet", "[ring]")
 {
-	mon_fixture f;
+	monitor_fixture f;
 	std::uint64_t h = f.watch(BASE, 4 * PAGE, 42);
 
 	REQUIRE(f.fake->invalidate(BASE + PAGE, BASE + 10 * PAGE, UMMUNOT_EVENT_UNMAP) == 1);
@@ -112,7 +83,7 @@ TEST_CASE("an invalidation yields one clipped event, then the region is quiet", 
 
 TEST_CASE("filtered types do not reach the ring", "[ring]")
 {
-	mon_fixture f;
+	monitor_fixture f;
 	f.watch(BASE, PAGE, 1);
 	CHECK(f.fake->invalidate(BASE, BASE + PAGE, UMMUNOT_EVENT_PROTECTION_VMA) == 0);
 	CHECK(ummunot_monitor_changed(f.mon) == 0);
@@ -129,7 +100,7 @@ TEST_CASE("filtered types do not reach the ring", "[ring]")
 
 TEST_CASE("the consumer follows the producer across many wraparounds", "[ring]")
 {
-	mon_fixture f(64);
+	monitor_fixture f(64);
 	std::uint64_t h = f.watch(BASE, PAGE, 7);
 	std::uint64_t expect_seq = 1;
 	ummunot_event ev[5];
@@ -155,7 +126,7 @@ TEST_CASE("the consumer follows the producer across many wraparounds", "[ring]")
 
 TEST_CASE("overflow is reported until resync, which discards the ring", "[ring]")
 {
-	mon_fixture f(64);
+	monitor_fixture f(64);
 	std::vector<std::uint64_t> h;
 	for (int i = 0; i < 70; i++)
 		h.push_back(f.watch(BASE + i * PAGE, PAGE, i));
@@ -183,7 +154,7 @@ TEST_CASE("overflow is reported until resync, which discards the ring", "[ring]"
 
 TEST_CASE("batches are all-or-nothing and name the bad element", "[ring]")
 {
-	mon_fixture f;
+	monitor_fixture f;
 	ummunot_region r[3] = {};
 	for (int i = 0; i < 3; i++) {
 		r[i].start = BASE + i * PAGE;
@@ -213,7 +184,7 @@ TEST_CASE("without the batch feature the library loops and stays all-or-nothing"
 {
 	fake_device::config cfg;
 	cfg.supported = UMMUNOT_FEATURE_RING_GENERATION;
-	mon_fixture f(64, cfg);
+	monitor_fixture f(64, cfg);
 	ummunot_region r[3] = {};
 	for (int i = 0; i < 3; i++) {
 		r[i].start = BASE + i * PAGE;
