@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * libummunot-ucx: UCX's registration cache (ucs_rcache) fed from ummunot
- * instead of UCX's malloc/mmap hooks.  Built and tested for UCX 1.13 and
- * 1.18 (the version gate below refuses anything else at run time).
+ * instead of UCX's malloc/mmap hooks, for UCX releases that have no
+ * external event source (Documentation/integration-guide.rst, "UCX").
  *
  * UCX's rcache learns of unmapped memory only through UCM_EVENT_VM_UNMAPPED
  * callbacks, and has no check at lookup time.  With UCX's hooks off, UCX
@@ -14,50 +14,64 @@
  * symbols (never a libc one):
  *
  *   ucs_rcache_create   wraps the cache's ops so that each region is
- *                       registered with ummunot *before* UCX pins it (the
- *                       index of its slot in an adapter-owned table is kept
- *                       in bytes appended to UCX's region struct), and
- *                       unregistered at UCX's dereg; records the cache's
- *                       page table (ucs_pgtable_init runs inside it);
+ *                       registered with ummunot *before* UCX pins it (its
+ *                       slot index is kept in bytes appended to UCX's
+ *                       region struct), and unregistered at UCX's dereg;
+ *                       records the cache's page table (ucs_pgtable_init
+ *                       runs inside it) in a hash table without a limit;
  *   ucs_pgtable_init    records the page table of the cache being created
  *                       in this thread;
- *   ucs_pgtable_lookup  every lookup of a cached region goes through it:
- *                       UCX 1.14+ answers UCP's hits with an inline
- *                       function (ucs_rcache_lookup_unsafe, rcache.inl)
- *                       that calls it through the PLT, and ucs_rcache_get
- *                       calls it too.  For our caches' page tables only:
- *                       drain the ring if it moved, look up, and answer
- *                       "miss" if the region found was invalidated by a
- *                       drain (UCX may still hold it in its page table,
- *                       queued on its invalidation queue);
- *   ucs_rcache_get      drains the ring first (UCX 1.13's only lookup,
- *                       and UCX's miss path);
- *   ucs_rcache_destroy  forgets the wrapper.
+ *   ucs_pgtable_lookup  every lookup of a cached region goes through it
+ *                       (UCX 1.14+ answers UCP's hits with an inline
+ *                       function that calls it through the PLT; so does
+ *                       ucs_rcache_get).  For our caches' page tables: drain
+ *                       the ring if it moved, look up, and answer "miss" if
+ *                       the region found was invalidated by a drain (UCX
+ *                       may still hold it, queued for invalidation).  Any
+ *                       other page table: UCX's answer, untouched;
+ *   ucs_rcache_get      drains the ring first (UCX's miss path, and the
+ *                       only lookup of 1.13, look at UCX's invalidation
+ *                       queue before the page table);
+ *   ucs_rcache_destroy  forgets the cache, then destroys it.
  *
- * Events become ucm_vm_munmap(start, end - start): UCX invalidates every
- * region overlapping the range, in every rcache of the process.  Overflow:
- * resync, drain, invalidate everything.  fork(): a child opens its own
- * monitor and invalidates everything (libummunot's -ECHILD contract).
- * Documentation/integration-guide.rst ("UCX") says why this design.
+ * Bindings.  Every interposed call is forwarded to the libucs its caller is
+ * linked with (the caller's own dlopen() scope, found with dladdr()), never
+ * to a library found by name: a process may hold two UCX copies.  Each copy
+ * is judged once, at its first cache (inside ucp_init(), before MPI_Init()
+ * returns): its release (ucp_get_version() of the libucp beside it) must be
+ * one this adapter was tested with, and a probe cache must show that the
+ * copy's own calls to ucs_pgtable_init/lookup reach the adapter (not so
+ * with -Bsymbolic or inlined lookups).  The first copy that passes is fed
+ * ("active"); any other is passed through untouched, with one line.  One
+ * build serves every layout of UCX's interface (ucx-abi.h): no UCX header
+ * is needed to build it.
+ *
+ * Events become ucm_vm_munmap(start, end - start) of the active copy: UCX
+ * invalidates every region overlapping the range, in every rcache.
+ * Overflow: resync, drain, invalidate everything.  fork(): the handlers
+ * hold the adapter's locks across fork(); a child opens its own monitor
+ * and invalidates everything (libummunot's -ECHILD contract).  A region
+ * the module refuses to watch (a limit) is registered uncached: UCX gets
+ * its registration, and the range is queued for invalidation at once, so
+ * no later lookup can return it.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
-#include <ucm/api/ucm.h>
-#include <ucp/api/ucp_version.h>
-#include <ucs/datastruct/pgtable.h>
-#include <ucs/memory/rcache.h>
 #include <ummunot/ummunot.h>
 
+#include "ucx-abi.h"
 #include "ummunot-ucx.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -66,33 +80,29 @@
 
 /* ---- what this build knows about UCX ------------------------------- */
 
-/* The UCX versions this adapter was tested with (major, minor).  A build
- * against any other, or a run against a UCX other than the one it was
- * built against, refuses to act (version_gate()). */
-#define UCX_VER(maj, min) (((unsigned)(maj) << 16) | (unsigned)(min))
-static const unsigned int tested_versions[] = { UCX_VER(1, 13), UCX_VER(1, 18) };
-#define BUILT_VERSION UCX_VER(UCP_API_MAJOR, UCP_API_MINOR)
+#define UCX_VER(maj, min) (((unsigned int)(maj) << 16) | (unsigned int)(min))
 
-/* UCX 1.17: ucs_rcache_get() gained a size_t alignment argument and the
- * params lost alignment/max_alignment.  UCX 1.18: ucs_rcache_ops_t gained
- * merge (called with no NULL check). */
-#if UCP_API_VERSION >= UCP_VERSION(1, 17)
-#define HAVE_GET_ALIGNMENT 1
-#else
-#define HAVE_GET_ALIGNMENT 0
-#endif
-#if UCP_API_VERSION >= UCP_VERSION(1, 18)
-#define HAVE_OPS_MERGE 1
-#else
-#define HAVE_OPS_MERGE 0
-#endif
+/*
+ * The UCX releases this adapter is tested with, as scripts/ucx-matrix runs
+ * them (Documentation/ucx-releases.rst); 1.23 is UCX's master branch.  A
+ * release outside the list is refused at its first cache.
+ */
+static const unsigned int tested_versions[] = {
+	UCX_VER(1, 13), UCX_VER(1, 14), UCX_VER(1, 15), UCX_VER(1, 16), UCX_VER(1, 17),
+	UCX_VER(1, 18), UCX_VER(1, 19), UCX_VER(1, 20), UCX_VER(1, 21), UCX_VER(1, 22),
+	UCX_VER(1, 23),
+};
 
-/* Every callback of the ops struct is wrapped: for the tested versions,
- * the struct must hold exactly the callbacks this file knows. */
-#if (UCP_API_MAJOR == 1) && (UCP_API_MINOR == 13 || UCP_API_MINOR == 18)
-_Static_assert(sizeof(ucs_rcache_ops_t) == (3 + HAVE_OPS_MERGE) * sizeof(void (*)(void)),
-	       "ucs_rcache_ops_t has callbacks this adapter does not pass through");
-#endif
+static enum ucx_layout layout_of(unsigned int v)
+{
+	if (v >= UCX_VER(1, 18))
+		return UCX_LAYOUT_118;
+	if (v >= UCX_VER(1, 17))
+		return UCX_LAYOUT_117;
+	if (v >= UCX_VER(1, 13))
+		return UCX_LAYOUT_113;
+	return UCX_LAYOUT_NONE;
+}
 
 /* Above every user address (x86-64 5-level paging: 2^56; arm64: 2^52). */
 #define ALL_START ((uintptr_t)4096)
@@ -128,63 +138,92 @@ struct slot {
 struct tail {
 	uint32_t slot;			/* 0: not watched */
 	uint32_t gen;
+	uint32_t probe;			/* a probe cache's region: no orig ops */
+	uint32_t pad;
 };
+
+/* ---- bindings: one per libucs copy in the process -------------------- */
+
+enum bstate { B_NEW = 0, B_ACTIVE, B_PASS };
+
+struct binding {
+	uintptr_t base;			/* libucs's load address */
+	const char *path;		/* libucs's file (never freed) */
+	ucx_rcache_create_fn create;
+	ucx_rcache_destroy_fn destroy;
+	void *get;			/* ucx_rcache_get_113_fn or _117_fn */
+	ucx_region_put_fn put;
+	ucx_pgtable_lookup_fn lookup;
+	ucx_pgtable_init_fn pgt_init;
+	ucx_vm_munmap_fn vm_munmap;
+	ucx_external_event_fn set_external, unset_external;
+	unsigned int version;		/* 0: unknown */
+	enum ucx_layout layout;
+	_Atomic int state;		/* enum bstate; set once, under bind_lock */
+	int judging;			/* the gate runs (bind_lock) */
+};
+
+/* A range of code (a library) whose calls go to one binding. */
+struct caller {
+	uintptr_t lo, hi;
+	struct binding *b;
+};
+
+#define MAX_BINDINGS 8
+#define MAX_CALLERS 64
 
 struct wrap {
-	ucs_rcache_ops_t ops;		/* ours: what UCX calls */
-	const ucs_rcache_ops_t *orig_ops;
+	union {
+		struct ucx_ops_113 o113;
+		struct ucx_ops_118 o118;
+	} ops;				/* ours: what UCX calls */
+	const void *orig_ops;
 	void *orig_ctx;
+	ucx_mem_reg_fn orig_reg;
+	ucx_mem_dereg_fn orig_dereg;
+	ucx_merge_fn orig_merge;	/* 1.18+: may be NULL */
+	ucx_dump_region_fn orig_dump;
 	size_t tail_off;
-	ucs_rcache_t *rcache;
-	const ucs_pgtable_t *pgtable;	/* the cache's page table */
-	struct wrap *next;
+	struct binding *b;
+	struct ucx_rcache *rcache;
+	const struct ucx_pgtable *pgtable;	/* the cache's page table */
+	int probe;			/* the gate's probe cache */
+	struct wrap *next;		/* g.wraps, or the free list */
 };
 
-/* Page tables of the caches we wrap, read by every lookup without a lock:
- * an entry's wrap is written before its pgtable pointer is published with
- * a release store (pairs with the acquire load of g.npgt / the entry in
- * owner_of()); entries are cleared at destroy, and reused. */
-#define MAX_RCACHES 256
-struct pgt_entry {
-	_Atomic(const ucs_pgtable_t *) pgtable;
+/*
+ * The page tables of the caches we wrap, found by every lookup without a
+ * lock: open addressing keyed by the page table's address, grown (never
+ * shrunk) under list_lock.  A table is published with a release store
+ * after its entries are written; a replaced table is kept (never freed), so
+ * a reader that loaded it still reads valid memory.  A removed entry
+ * becomes a tombstone.  A reader only ever looks up a page table whose
+ * cache is alive, which was inserted before the reader could have it
+ * (UCX hands the cache over after ucs_rcache_create() returned).
+ */
+#define PGT_TOMBSTONE ((const struct ucx_pgtable *)1)
+
+struct pgt_slot {
+	_Atomic(const struct ucx_pgtable *) pgtable;	/* NULL: never used */
 	_Atomic(struct wrap *) wrap;
 };
 
-#if HAVE_GET_ALIGNMENT
-typedef ucs_status_t (*get_fn)(ucs_rcache_t *, void *, size_t, size_t, int, void *,
-			       ucs_rcache_region_t **);
-#else
-typedef ucs_status_t (*get_fn)(ucs_rcache_t *, void *, size_t, int, void *,
-			       ucs_rcache_region_t **);
-#endif
-typedef ucs_status_t (*create_fn)(const ucs_rcache_params_t *, const char *,
-				  ucs_stats_node_t *, ucs_rcache_t **);
-typedef void (*destroy_fn)(ucs_rcache_t *);
-typedef ucs_pgt_region_t *(*lookup_fn)(const ucs_pgtable_t *, ucs_pgt_addr_t);
-typedef ucs_status_t (*pgt_init_fn)(ucs_pgtable_t *, ucs_pgt_dir_alloc_callback_t,
-				    ucs_pgt_dir_release_callback_t);
-typedef void (*ucm_vm_munmap_fn)(void *, size_t);
-typedef void (*ucm_external_event_fn)(int);
-typedef void (*ucp_get_version_fn)(unsigned *, unsigned *, unsigned *);
+struct pgt_table {
+	size_t mask;			/* size - 1, size a power of two */
+	size_t used;			/* live + tombstones (list_lock) */
+	struct pgt_table *retired;	/* the tables this one replaced */
+	struct pgt_slot slot[];
+};
 
 static struct {
-	pthread_once_t resolve_once;
-	_Atomic int resolved;		/* 1: the pointers below are set */
-	create_fn real_create;
-	destroy_fn real_destroy;
-	get_fn real_get;
-	lookup_fn real_lookup;
-	pgt_init_fn real_pgt_init;
-	ucm_vm_munmap_fn vm_munmap;
-	ucm_external_event_fn set_external_event, unset_external_event;
-	const char *resolve_error;
-
 	pthread_once_t start_once;
-	_Atomic int active;		/* version accepted, monitor opened */
-	_Atomic int refused;		/* the version gate said no */
-	unsigned int ucx_version;	/* found at run time, 0: unknown */
+	_Atomic int active;		/* a binding is fed, monitor opened */
+	_Atomic int refused;		/* the gate refused a UCX copy */
+	unsigned int ucx_version;	/* the active copy's, or the last refused */
 	int verbose;
+	int started;
 	_Atomic int blind;
+	_Atomic(struct binding *) fed;	/* the active binding */
 	_Atomic(struct ummunot_monitor *) mon;
 	/* mon's inline "changed?" words, or NULL (lookup_check() then takes
 	 * the slow path).  One per monitor, never freed: a lookup may still
@@ -195,44 +234,53 @@ static struct {
 	_Atomic unsigned int slow;
 	uint64_t epoch;			/* under ring_lock; never 0 */
 
-	/* drain_lock: one drain (read + dispatch) at a time; ring_lock:
-	 * every call that consumes or mutates the monitor (libummunot: one
-	 * consumer) and the slot table.  Order: drain_lock, then ring_lock;
-	 * UCX's locks are never held while ring_lock is taken except its
-	 * pgt_lock in mem_reg/mem_dereg, and the drain dispatches without
-	 * ring_lock.  A drain may run while this thread holds a cache's
-	 * pgt_lock for reading (ucs_rcache_get's lookup): UCX's unmap
-	 * callback only try-locks it, and queues the range otherwise. */
+	/* Lock order: gate_lock (judging a UCX copy), drain_lock,
+	 * ring_lock, list_lock, bind_lock.  drain_lock: one drain (read + dispatch) at a time;
+	 * ring_lock: every call that consumes or mutates the monitor
+	 * (libummunot: one consumer) and the slot table; list_lock: the
+	 * wraps and the page-table hash.  UCX's locks are never held while
+	 * ring_lock is taken except its pgt_lock in mem_reg/mem_dereg, and
+	 * the drain dispatches without ring_lock.  A drain may run while
+	 * this thread holds a cache's pgt_lock for reading (a lookup): UCX's
+	 * unmap callback only try-locks it, and queues the range otherwise.
+	 * bind_lock: bindings and callers (a leaf: no dl call under it). */
+	pthread_mutex_t bind_lock;
 	pthread_mutex_t drain_lock;
 	pthread_mutex_t ring_lock;
 	pthread_mutex_t list_lock;
-	struct wrap *wraps;
+	struct wrap *wraps, *free_wraps;
 
 	_Atomic(struct slot *) chunks[SLOT_CHUNKS];
 	uint32_t slots_hw;		/* slots handed out so far (ring_lock) */
 	uint32_t free_head;		/* 0: empty (ring_lock) */
 
-	_Atomic unsigned int npgt;	/* entries of pgt[] ever used */
-	struct pgt_entry pgt[MAX_RCACHES];
+	_Atomic(struct pgt_table *) pgt;
+
+	struct binding bindings[MAX_BINDINGS];
+	_Atomic unsigned int nbindings;
+	struct caller callers[MAX_CALLERS];
+	_Atomic unsigned int ncallers;
 
 	_Atomic uint64_t rcaches, watched, unwatched, watch_errors, syncs,
-		events, overflows, invalidate_all, forks, dead_misses;
+		events, overflows, invalidate_all, forks, dead_misses, passed_through;
 	_Atomic int warned_watch;
 } g = {
-	.resolve_once = PTHREAD_ONCE_INIT,
 	.start_once = PTHREAD_ONCE_INIT,
 	.epoch = 1,
 	.slots_hw = 1,
+	.bind_lock = PTHREAD_MUTEX_INITIALIZER,
 	.drain_lock = PTHREAD_MUTEX_INITIALIZER,
 	.ring_lock = PTHREAD_MUTEX_INITIALIZER,
 	.list_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
 /* The cache whose ucs_rcache_create() runs in this thread (its page table
- * is the first ucs_pgtable_init() inside it), and whether this thread is
- * dispatching events (a lookup from inside UCX's unmap callbacks must not
- * wait for its own drain). */
+ * is the first ucs_pgtable_init() inside it); the probe's count of
+ * lookups of its page table; whether this thread is dispatching events (a
+ * lookup from inside UCX's unmap callbacks must not wait for its own
+ * drain). */
 static __thread struct wrap *tls_creating;
+static __thread unsigned int tls_probe_lookups;
 static __thread int tls_draining;
 
 static void inc(_Atomic uint64_t *c)
@@ -240,131 +288,207 @@ static void inc(_Atomic uint64_t *c)
 	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
 }
 
-/*
- * The real functions, from the libraries UCX itself loaded (by handle, not
- * RTLD_NEXT: Open MPI dlopen()s UCX with its components, out of the
- * preloaded library's search scope).  Called from the wrappers only, so
- * libucs (and its libucm) are loaded by then.
- */
-static void *sym_in(const char *lib, const char *name)
+static int env_on(const char *name)
 {
-	void *h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
-	void *p = h ? dlsym(h, name) : NULL;
+	const char *e = getenv(name);
 
-	if (h)
-		dlclose(h);	/* drops only the reference NOLOAD took */
+	return e && *e && strcmp(e, "0");
+}
+
+/*
+ * Fail-closed (UMMUNOT_REQUIRE=1, set by ummunot-exec in mode require):
+ * the adapter could not protect this process, and the line before said
+ * why.  The process must not run on unprotected: exit with ummunot-exec's
+ * status.
+ */
+static void require_active(void)
+{
+	static const char msg[] = "libummunot-ucx: not active and UMMUNOT_REQUIRE is set, exiting\n";
+
+	if (!env_on("UMMUNOT_REQUIRE"))
+		return;
+	(void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);	/* exiting either way */
+	_exit(126);
+}
+
+/* ---- resolving the caller's libucs ---------------------------------- */
+
+/* Our own load address: a symbol found there is the interposer itself. */
+static uintptr_t self_base(void)
+{
+	static uintptr_t base;
+	Dl_info di;
+
+	if (!base && dladdr((void *)self_base, &di))
+		base = (uintptr_t)di.dli_fbase;
+	return base;
+}
+
+static uintptr_t base_of(const void *p)
+{
+	Dl_info di;
+
+	return p && dladdr(p, &di) ? (uintptr_t)di.dli_fbase : 0;
+}
+
+struct range_q {
+	uintptr_t addr, lo, hi;
+};
+
+static int range_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct range_q *q = arg;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	int i, hit = 0;
+
+	(void)size;
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t s, e;
+
+		if (ph->p_type != PT_LOAD)
+			continue;
+		s = info->dlpi_addr + ph->p_vaddr;
+		e = s + ph->p_memsz;
+		if (s < lo)
+			lo = s;
+		if (e > hi)
+			hi = e;
+		if (q->addr >= s && q->addr < e)
+			hit = 1;
+	}
+	if (!hit)
+		return 0;
+	q->lo = lo;
+	q->hi = hi;
+	return 1;
+}
+
+/*
+ * Look @name up as the library @base/@file sees it: in its own scope (the
+ * object, then what it was linked with).  NULL if that finds nothing or
+ * finds the interposer (the main program's scope is the global one).
+ */
+static void *sym_from(const char *file, const char *name)
+{
+	void *h = dlopen(file, RTLD_LAZY | RTLD_NOLOAD);
+	void *p;
+
+	if (!h)
+		return NULL;
+	p = dlsym(h, name);
+	dlclose(h);		/* drops only the reference NOLOAD took */
+	if (p && base_of(p) == self_base())
+		p = NULL;
 	return p;
 }
 
-static void resolve(void)
+static void *binding_sym(const struct binding *b, const char *name)
 {
-	g.real_create = (create_fn)sym_in("libucs.so.0", "ucs_rcache_create");
-	g.real_destroy = (destroy_fn)sym_in("libucs.so.0", "ucs_rcache_destroy");
-	g.real_get = (get_fn)sym_in("libucs.so.0", "ucs_rcache_get");
-	g.real_lookup = (lookup_fn)sym_in("libucs.so.0", "ucs_pgtable_lookup");
-	g.real_pgt_init = (pgt_init_fn)sym_in("libucs.so.0", "ucs_pgtable_init");
-	g.vm_munmap = (ucm_vm_munmap_fn)sym_in("libucm.so.0", "ucm_vm_munmap");
-	g.set_external_event = (ucm_external_event_fn)
-		sym_in("libucm.so.0", "ucm_set_external_event");
-	g.unset_external_event = (ucm_external_event_fn)
-		sym_in("libucm.so.0", "ucm_unset_external_event");
-	if (!g.real_create || !g.real_destroy || !g.real_get || !g.real_lookup ||
-	    !g.real_pgt_init)
-		g.resolve_error = "libucs.so.0 (ucs_rcache_*, ucs_pgtable_*) is not loaded";
-	else if (!g.vm_munmap || !g.set_external_event || !g.unset_external_event)
-		g.resolve_error = "libucm.so.0 (ucm_vm_munmap, ucm_set_external_event) is not loaded";
-	atomic_store_explicit(&g.resolved, 1, memory_order_release);
+	return sym_from(b->path, name);
 }
 
-static inline void ensure_resolved(void)
+/* The functions of the libucs @b->path (dl calls: never under bind_lock,
+ * a UCX constructor may call us with the loader's lock held). */
+static void binding_fill(struct binding *b)
 {
-	/* acquire: pairs with the release store at the end of resolve(). */
-	if (unlikely(!atomic_load_explicit(&g.resolved, memory_order_acquire))) {
-		pthread_once(&g.resolve_once, resolve);
-		if (g.resolve_error) {
-			/* The wrappers were called by something that is not
-			 * UCX's libucs: there is nothing to call. */
-			fprintf(stderr, "libummunot-ucx: fatal: %s\n", g.resolve_error);
-			abort();
-		}
-	}
+	b->create = (ucx_rcache_create_fn)binding_sym(b, "ucs_rcache_create");
+	b->destroy = (ucx_rcache_destroy_fn)binding_sym(b, "ucs_rcache_destroy");
+	b->get = binding_sym(b, "ucs_rcache_get");
+	b->put = (ucx_region_put_fn)binding_sym(b, "ucs_rcache_region_put");
+	b->lookup = (ucx_pgtable_lookup_fn)binding_sym(b, "ucs_pgtable_lookup");
+	b->pgt_init = (ucx_pgtable_init_fn)binding_sym(b, "ucs_pgtable_init");
+	/* libucm is a dependency of libucs: found in libucs's scope. */
+	b->vm_munmap = (ucx_vm_munmap_fn)binding_sym(b, "ucm_vm_munmap");
+	b->set_external = (ucx_external_event_fn)binding_sym(b, "ucm_set_external_event");
+	b->unset_external = (ucx_external_event_fn)binding_sym(b, "ucm_unset_external_event");
 }
 
-/* ---- the version gate ---------------------------------------------- */
+/* bind_lock held: @lo..@hi calls @b (ignored when full or known). */
+static void add_caller_locked(uintptr_t lo, uintptr_t hi, struct binding *b)
+{
+	unsigned int i, n = atomic_load_explicit(&g.ncallers, memory_order_relaxed);
+
+	for (i = 0; i < n; i++)
+		if (g.callers[i].lo == lo)
+			return;
+	if (n == MAX_CALLERS)
+		return;
+	g.callers[n].lo = lo;
+	g.callers[n].hi = hi;
+	g.callers[n].b = b;
+	/* release: pairs with the acquire load in caller_binding(). */
+	atomic_store_explicit(&g.ncallers, n + 1, memory_order_release);
+}
 
 /*
- * The UCX version of the loaded libraries: ucp_get_version() as the
- * process sees it (global scope first, then the loaded libucp.so.0, then
- * the libucp.so.0 next to the loaded libucs.so.0, loaded for the question
- * and kept: a process that uses libucs without libucp).  0 if unknown.
+ * The binding the code at @ra calls: the libucs that @name resolves to in
+ * the scope of the library @ra is in.  Cached per library (address range;
+ * libucs's own range too).  NULL: nothing to call (no UCX in that scope).
  */
-static unsigned int runtime_version(void)
+static struct binding *resolve_caller(const void *ra, const char *name)
 {
-	ucp_get_version_fn fn = (ucp_get_version_fn)dlsym(RTLD_DEFAULT, "ucp_get_version");
-	unsigned int maj = 0, min = 0, rel = 0;
-	void *h = NULL;
+	struct range_q q = { .addr = (uintptr_t)ra }, uq;
+	struct binding cand, *b = NULL;
+	unsigned int i, n;
+	Dl_info di, ui;
+	void *real;
 
-	if (!fn) {
-		h = dlopen("libucp.so.0", RTLD_NOW | RTLD_NOLOAD);
-		if (!h) {
-			Dl_info di;
-			char path[PATH_MAX];
-			const char *slash;
-
-			if (dladdr((void *)g.real_create, &di) && di.dli_fname &&
-			    (slash = strrchr(di.dli_fname, '/')) &&
-			    (size_t)snprintf(path, sizeof(path), "%.*s/libucp.so.0",
-					     (int)(slash - di.dli_fname), di.dli_fname) < sizeof(path))
-				h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-		}
-		fn = h ? (ucp_get_version_fn)dlsym(h, "ucp_get_version") : NULL;
+	if (!dladdr(ra, &di) || !di.dli_fname)
+		return NULL;
+	real = sym_from(di.dli_fname, name);
+	if (!real)
+		real = dlsym(RTLD_NEXT, name);	/* the main program: global scope */
+	if (!real || !dladdr(real, &ui) || !ui.dli_fname)
+		return NULL;
+	uq.addr = (uintptr_t)ui.dli_fbase;
+	if (!dl_iterate_phdr(range_cb, &q) || !dl_iterate_phdr(range_cb, &uq))
+		return NULL;
+	memset(&cand, 0, sizeof(cand));
+	cand.base = (uintptr_t)ui.dli_fbase;
+	cand.path = strdup(ui.dli_fname);	/* never freed */
+	if (!cand.path)
+		return NULL;
+	binding_fill(&cand);
+	pthread_mutex_lock(&g.bind_lock);
+	n = atomic_load_explicit(&g.nbindings, memory_order_relaxed);
+	for (i = 0; i < n; i++)
+		if (g.bindings[i].base == cand.base)
+			b = &g.bindings[i];
+	if (!b && n < MAX_BINDINGS) {
+		b = &g.bindings[n];
+		*b = cand;
+		cand.path = NULL;
+		atomic_store_explicit(&g.nbindings, n + 1, memory_order_release);
 	}
-	if (fn)
-		fn(&maj, &min, &rel);
-	if (h)
-		dlclose(h);
-	if (!maj || maj > 0xffff || min > 0xffff)
-		return 0;
-	return UCX_VER(maj, min);
+	if (b) {
+		add_caller_locked(uq.lo, uq.hi, b);
+		add_caller_locked(q.lo, q.hi, b);
+	}
+	pthread_mutex_unlock(&g.bind_lock);
+	free((void *)cand.path);
+	return b;
 }
 
-static void version_list(char *buf, size_t len)
+static inline struct binding *caller_binding(const void *ra, const char *name)
 {
-	size_t i, off = 0;
+	unsigned int i, n = atomic_load_explicit(&g.ncallers, memory_order_acquire);
+	uintptr_t a = (uintptr_t)ra;
 
-	buf[0] = '\0';
-	for (i = 0; i < sizeof(tested_versions) / sizeof(tested_versions[0]) && off < len; i++)
-		off += (size_t)snprintf(buf + off, len - off, "%s%u.%u", i ? ", " : "",
-					tested_versions[i] >> 16, tested_versions[i] & 0xffff);
+	for (i = 0; i < n; i++)
+		if (a >= g.callers[i].lo && a < g.callers[i].hi)
+			return g.callers[i].b;
+	return resolve_caller(ra, name);
 }
 
-/* 1: this build may act on the UCX it runs with.  Else one line on stderr. */
-static int version_gate(void)
+/* A UCX function was called and nothing can answer it: say so once. */
+static void no_ucx(const char *name)
 {
-	unsigned int v = runtime_version();
-	int tested = 0;
-	size_t i;
-	char list[64];
+	static _Atomic int said;
 
-	g.ucx_version = v;
-	for (i = 0; i < sizeof(tested_versions) / sizeof(tested_versions[0]); i++)
-		tested |= tested_versions[i] == BUILT_VERSION;
-	if (tested && v == BUILT_VERSION)
-		return 1;
-	version_list(list, sizeof(list));
-	if (v)
-		fprintf(stderr, "libummunot-ucx: refusing UCX %u.%u: this build supports "
-			"UCX %u.%u only (built against %u.%u; tested: %s); active 0, "
-			"every call goes to UCX unchanged\n", v >> 16, v & 0xffff,
-			BUILT_VERSION >> 16, BUILT_VERSION & 0xffff,
-			BUILT_VERSION >> 16, BUILT_VERSION & 0xffff, list);
-	else
-		fprintf(stderr, "libummunot-ucx: refusing: cannot tell which UCX is loaded "
-			"(no ucp_get_version); this build supports UCX %u.%u only (tested: %s); "
-			"active 0, every call goes to UCX unchanged\n",
-			BUILT_VERSION >> 16, BUILT_VERSION & 0xffff, list);
-	atomic_store(&g.refused, 1);
-	return 0;
+	if (!atomic_exchange(&said, 1))
+		fprintf(stderr, "libummunot-ucx: %s called, but its caller is linked with "
+			"no UCX library that has it; returning an error\n", name);
 }
 
 /* ---- slots ---------------------------------------------------------- */
@@ -440,6 +564,14 @@ static void mark_all_dead_locked(void)
 	}
 }
 
+static void fed_munmap(uintptr_t start, uintptr_t end)
+{
+	struct binding *b = atomic_load_explicit(&g.fed, memory_order_acquire);
+
+	if (b)
+		b->vm_munmap((void *)start, end - start);
+}
+
 static void invalidate_all(void)
 {
 	inc(&g.invalidate_all);
@@ -447,8 +579,8 @@ static void invalidate_all(void)
 	mark_all_dead_locked();
 	pthread_mutex_unlock(&g.ring_lock);
 	/* After the marks: a lookup that finds a region UCX still holds
-	 * (queued on its invalidation queue) answers "miss". */
-	g.vm_munmap((void *)ALL_START, ALL_END - ALL_START);
+	 * (queued for invalidation) answers "miss". */
+	fed_munmap(ALL_START, ALL_END);
 }
 
 /* ---- the monitor ---------------------------------------------------- */
@@ -461,8 +593,7 @@ static struct ummunot_monitor *open_monitor(void)
 	int r;
 
 	memset(&attr, 0, sizeof(attr));
-	/* 0: the module's default.  One event per watched region at most
-	 * before the next drain; overflow is handled (resync, drop
+	/* 0: the module's default.  Overflow is handled (resync, drop
 	 * everything) but costs every registration. */
 	if (e && *e) {
 		char *end;
@@ -482,8 +613,8 @@ static struct ummunot_monitor *open_monitor(void)
 			strerror(-r),
 			atomic_load(&g.active) ?
 			"every lookup now invalidates UCX's registration caches" :
-			"UCX's registration caches get no unmap events from ummunot "
-			"(with UCX's hooks off they stay disabled)");
+			"active 0, UCX runs as configured (with its hooks off its "
+			"registration caches stay disabled)");
 		return NULL;
 	}
 	return m;
@@ -504,19 +635,40 @@ static void publish_check(struct ummunot_monitor *m)
 }
 
 /*
- * In a forked child: the inherited monitor answers -ECHILD (libummunot's
- * contract).  The child handler (single-threaded, async-signal context:
- * it only resets state) drops it and starts a new epoch (regions the
- * parent registered are never unregistered from here); the child's own
- * monitor is opened at its first use of a UCX cache (a child that only
- * execs pays nothing), and its first lookup invalidates everything
- * (SLOW_FORCE: every slot marked dead, then ucm_vm_munmap of it all).
+ * fork(): no other thread may hold an adapter lock at the moment of the
+ * fork (the child would inherit it locked, with nobody to unlock it), and
+ * the slot table and wraps must be consistent: the prepare handler takes
+ * every lock in order, the parent and child handlers release them.
+ */
+static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void atfork_prepare(void)
+{
+	pthread_mutex_lock(&gate_lock);
+	pthread_mutex_lock(&g.drain_lock);
+	pthread_mutex_lock(&g.ring_lock);
+	pthread_mutex_lock(&g.list_lock);
+	pthread_mutex_lock(&g.bind_lock);
+}
+
+static void atfork_parent(void)
+{
+	pthread_mutex_unlock(&g.bind_lock);
+	pthread_mutex_unlock(&g.list_lock);
+	pthread_mutex_unlock(&g.ring_lock);
+	pthread_mutex_unlock(&g.drain_lock);
+	pthread_mutex_unlock(&gate_lock);
+}
+
+/*
+ * In a forked child the inherited monitor answers -ECHILD (libummunot's
+ * contract).  The child drops it and starts a new epoch (regions the
+ * parent registered are never unregistered from here); its own monitor is
+ * opened at its first use of a UCX cache (a child that only execs pays
+ * nothing), and its first lookup invalidates everything (SLOW_FORCE).
  */
 static void atfork_child(void)
 {
-	pthread_mutex_init(&g.drain_lock, NULL);
-	pthread_mutex_init(&g.ring_lock, NULL);
-	pthread_mutex_init(&g.list_lock, NULL);
 	g.stale_mon = atomic_load(&g.mon);
 	atomic_store(&g.mon, NULL);
 	/* The inherited words answer "changed" here anyway (fork check). */
@@ -525,6 +677,7 @@ static void atfork_child(void)
 	g.epoch++;
 	inc(&g.forks);
 	atomic_store(&g.slow, SLOW_FORCE);
+	atfork_parent();
 }
 
 /* ring_lock held: the child's monitor, opened on first use. */
@@ -556,87 +709,34 @@ static void print_stats(void)
 
 	ummunot_ucx_stats(&st, sizeof(st));
 	/* One write(2): the lines of processes sharing a pipe (MPI ranks)
-	 * must not interleave (stderr is unbuffered, and fprintf may write a
-	 * long line in pieces). */
+	 * must not interleave. */
 	n = snprintf(line, sizeof(line), "libummunot-ucx: pid %ld: active %u, blind %u, rcaches %llu, "
 		"watched %llu, unwatched %llu, watch-errors %llu, syncs %llu, events %llu, "
 		"overflows %llu, invalidate-all %llu, forks %llu, dead-misses %llu, "
-		"refused %u, ucx %u.%u\n",
+		"refused %u, ucx %u.%u, passed-through %llu\n",
 		(long)getpid(), st.active, st.blind,
 		(unsigned long long)st.rcaches, (unsigned long long)st.watched,
 		(unsigned long long)st.unwatched, (unsigned long long)st.watch_errors,
 		(unsigned long long)st.syncs, (unsigned long long)st.events,
 		(unsigned long long)st.overflows, (unsigned long long)st.invalidate_all,
 		(unsigned long long)st.forks, (unsigned long long)st.dead_misses,
-		st.refused, st.ucx_version >> 16, st.ucx_version & 0xffff);
+		st.refused, st.ucx_version >> 16, st.ucx_version & 0xffff,
+		(unsigned long long)st.passed_through);
 	if (n > 0 && (size_t)n < sizeof(line) && write(STDERR_FILENO, line, (size_t)n) < 0)
 		n = -1;		/* nothing to do about it at exit */
 }
 
-static int env_on(const char *name)
-{
-	const char *e = getenv(name);
-
-	return e && *e && strcmp(e, "0");
-}
-
-/*
- * Fail-closed (UMMUNOT_REQUIRE=1, set by ummunot-exec in mode require):
- * the adapter could not become active, and the line above said why.  The
- * process must not run on unprotected: exit with ummunot-exec's status.
- */
-static void require_active(void)
-{
-	static const char msg[] = "libummunot-ucx: not active and UMMUNOT_REQUIRE is set, exiting\n";
-
-	if (!env_on("UMMUNOT_REQUIRE"))
-		return;
-	(void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);	/* exiting either way */
-	_exit(126);
-}
-
+/* Once per process, at the first UCX cache. */
 static void start(void)
 {
-	struct ummunot_monitor *m;
-
 	if (env_on("UMMUNOT_UCX_STATS"))
 		atexit(print_stats);
 	g.verbose = env_on("UMMUNOT_UCX_VERBOSE") || env_on("UMMUNOT_VERBOSE");
-	if (!version_gate()) {
-		require_active();
-		return;		/* refused: UCX as configured */
-	}
-	m = open_monitor();
-	if (!m) {
-		require_active();
-		return;		/* passive: UCX as configured */
-	}
-	atomic_store(&g.mon, m);
-	publish_check(m);
-	/* After the open: libummunot's fork handler is installed, and
-	 * child handlers run in registration order. */
-	pthread_atfork(NULL, NULL, atfork_child);
-	g.set_external_event(UCM_EVENT_VM_UNMAPPED);
-	atomic_store_explicit(&g.active, 1, memory_order_release);
-	if (g.verbose)
-		fprintf(stderr, "libummunot-ucx: active: UCX %u.%u (built against %u.%u), "
-			"pid %ld\n", g.ucx_version >> 16, g.ucx_version & 0xffff,
-			BUILT_VERSION >> 16, BUILT_VERSION & 0xffff, (long)getpid());
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	g.started = 1;
 }
 
-/*
- * The gate refused after activation (a cache whose page table could not be
- * seen): give UCX back its configuration.  Caches wrapped before stay fed.
- */
-static void refuse_late(const char *why)
-{
-	fprintf(stderr, "libummunot-ucx: refusing: %s; active 0, UCX's registration "
-		"caches created from now on get no events from ummunot\n", why);
-	atomic_store(&g.refused, 1);
-	require_active();
-	if (atomic_exchange(&g.active, 0) && !atomic_load(&g.rcaches))
-		g.unset_external_event(UCM_EVENT_VM_UNMAPPED);
-}
+/* ---- events --------------------------------------------------------- */
 
 /* Mark the slot of a matching event dead; ring_lock held.  1: dispatch. */
 static int event_live_locked(const struct ummunot_event *ev)
@@ -713,8 +813,7 @@ static void drain_locked(void)
 		if (n == 0)
 			break;
 		for (i = 0; i < live; i++) {
-			g.vm_munmap((void *)(uintptr_t)ev[i].start,
-				    ev[i].end - ev[i].start);
+			fed_munmap((uintptr_t)ev[i].start, (uintptr_t)ev[i].end);
 			inc(&g.events);
 		}
 	}
@@ -741,10 +840,8 @@ static __attribute__((noinline)) void sync_slow(void)
 /*
  * Before a lookup in one of our caches: drain if the ring moved or a
  * drain is in flight.  Cost when nothing changed, with no call:
- * libummunot's inline ummunot_monitor_check_changed() (the fork word, then
- * an acquire load of the ring's generation and a relaxed one of the
- * generation last consumed) and one acquire load of g.slow (plain loads
- * on x86).
+ * libummunot's inline ummunot_monitor_check_changed() and one acquire
+ * load of g.slow (plain loads on x86).
  */
 static inline void lookup_check(void)
 {
@@ -761,45 +858,147 @@ static inline void lookup_check(void)
 		sync_slow();
 }
 
-/* The wrap whose cache owns @pgtable, or NULL (memtype caches, UCT's own
- * page tables, caches we do not wrap). */
-static inline struct wrap *owner_of(const ucs_pgtable_t *pgtable)
-{
-	/* acquire: pairs with the release store of g.npgt in publish(). */
-	unsigned int i, n = atomic_load_explicit(&g.npgt, memory_order_acquire);
+/* ---- the page-table hash -------------------------------------------- */
 
-	for (i = 0; i < n; i++)
-		/* acquire: pairs with the release store of .pgtable. */
-		if (atomic_load_explicit(&g.pgt[i].pgtable, memory_order_acquire) == pgtable)
-			return atomic_load_explicit(&g.pgt[i].wrap, memory_order_relaxed);
-	return NULL;
+static inline size_t pgt_hash(const struct ucx_pgtable *p)
+{
+	uint64_t x = (uint64_t)(uintptr_t)p;
+
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return (size_t)x;
 }
 
-/* list_lock held.  0: table full. */
+/* The wrap whose cache owns @pgtable, or NULL (memtype caches, UCT's own
+ * page tables, caches we do not wrap).  No lock: see struct pgt_table. */
+static inline struct wrap *owner_of(const struct ucx_pgtable *pgtable)
+{
+	/* acquire: pairs with the release store of g.pgt in pgt_grow(). */
+	struct pgt_table *t = atomic_load_explicit(&g.pgt, memory_order_acquire);
+	size_t i;
+
+	if (!t)
+		return NULL;
+	for (i = pgt_hash(pgtable) & t->mask;; i = (i + 1) & t->mask) {
+		/* acquire: pairs with the release store in pgt_put(). */
+		const struct ucx_pgtable *p =
+			atomic_load_explicit(&t->slot[i].pgtable, memory_order_acquire);
+
+		if (p == pgtable)
+			return atomic_load_explicit(&t->slot[i].wrap, memory_order_relaxed);
+		if (!p)
+			return NULL;
+	}
+}
+
+/* list_lock held; @t has a free slot. */
+static void pgt_put(struct pgt_table *t, const struct ucx_pgtable *pgtable, struct wrap *w)
+{
+	size_t i;
+
+	for (i = pgt_hash(pgtable) & t->mask;; i = (i + 1) & t->mask) {
+		const struct ucx_pgtable *p =
+			atomic_load_explicit(&t->slot[i].pgtable, memory_order_relaxed);
+
+		if (!p || p == PGT_TOMBSTONE)
+			break;
+	}
+	if (!atomic_load_explicit(&t->slot[i].pgtable, memory_order_relaxed))
+		t->used++;
+	atomic_store_explicit(&t->slot[i].wrap, w, memory_order_relaxed);
+	atomic_store_explicit(&t->slot[i].pgtable, pgtable, memory_order_release);
+}
+
+/* list_lock held: a table with room for one more.  0: out of memory. */
+static int pgt_grow(void)
+{
+	struct pgt_table *old = atomic_load_explicit(&g.pgt, memory_order_relaxed), *t;
+	size_t size = old ? old->mask + 1 : 64, i;
+
+	if (old && (old->used + 1) * 2 <= size)
+		return 1;
+	if (old) {
+		size_t live = 0;
+
+		for (i = 0; i <= old->mask; i++) {
+			const struct ucx_pgtable *p = atomic_load_explicit(&old->slot[i].pgtable,
+									   memory_order_relaxed);
+
+			live += p && p != PGT_TOMBSTONE;
+		}
+		while ((live + 1) * 4 > size)
+			size *= 2;
+	}
+	t = calloc(1, sizeof(*t) + size * sizeof(t->slot[0]));
+	if (!t)
+		return 0;
+	t->mask = size - 1;
+	t->retired = old;	/* kept: a reader may still hold it */
+	for (i = 0; old && i <= old->mask; i++) {
+		const struct ucx_pgtable *p =
+			atomic_load_explicit(&old->slot[i].pgtable, memory_order_relaxed);
+
+		if (p && p != PGT_TOMBSTONE)
+			pgt_put(t, p, atomic_load_explicit(&old->slot[i].wrap,
+							   memory_order_relaxed));
+	}
+	/* release: the entries are written before the table is seen. */
+	atomic_store_explicit(&g.pgt, t, memory_order_release);
+	return 1;
+}
+
+/* list_lock held.  0: out of memory (nothing published). */
 static int publish(struct wrap *w)
 {
-	unsigned int i, n = atomic_load_explicit(&g.npgt, memory_order_relaxed);
-
-	for (i = 0; i < n; i++)
-		if (!atomic_load_explicit(&g.pgt[i].pgtable, memory_order_relaxed))
-			break;
-	if (i == MAX_RCACHES)
+	if (!pgt_grow())
 		return 0;
-	atomic_store_explicit(&g.pgt[i].wrap, w, memory_order_relaxed);
-	atomic_store_explicit(&g.pgt[i].pgtable, w->pgtable, memory_order_release);
-	if (i == n)
-		atomic_store_explicit(&g.npgt, n + 1, memory_order_release);
+	pgt_put(atomic_load_explicit(&g.pgt, memory_order_relaxed), w->pgtable, w);
 	return 1;
 }
 
 /* list_lock held. */
 static void unpublish(const struct wrap *w)
 {
-	unsigned int i, n = atomic_load_explicit(&g.npgt, memory_order_relaxed);
+	struct pgt_table *t = atomic_load_explicit(&g.pgt, memory_order_relaxed);
+	size_t i;
 
-	for (i = 0; i < n; i++)
-		if (atomic_load_explicit(&g.pgt[i].wrap, memory_order_relaxed) == w)
-			atomic_store_explicit(&g.pgt[i].pgtable, NULL, memory_order_relaxed);
+	if (!t || !w->pgtable)
+		return;
+	for (i = pgt_hash(w->pgtable) & t->mask;; i = (i + 1) & t->mask) {
+		const struct ucx_pgtable *p =
+			atomic_load_explicit(&t->slot[i].pgtable, memory_order_relaxed);
+
+		if (!p)
+			return;
+		if (p == w->pgtable &&
+		    atomic_load_explicit(&t->slot[i].wrap, memory_order_relaxed) == w) {
+			atomic_store_explicit(&t->slot[i].pgtable, PGT_TOMBSTONE,
+					      memory_order_release);
+			return;
+		}
+	}
+}
+
+/* Wraps are never freed, only reused (a reader may hold one).  list_lock. */
+static struct wrap *wrap_alloc_locked(void)
+{
+	struct wrap *w = g.free_wraps;
+
+	if (w) {
+		g.free_wraps = w->next;
+		memset(w, 0, sizeof(*w));
+		return w;
+	}
+	return calloc(1, sizeof(*w));
+}
+
+static void wrap_free(struct wrap *w)
+{
+	pthread_mutex_lock(&g.list_lock);
+	w->next = g.free_wraps;
+	g.free_wraps = w;
+	pthread_mutex_unlock(&g.list_lock);
 }
 
 /* ---- the rcache ops wrapper ---------------------------------------- */
@@ -809,22 +1008,37 @@ static struct tail *tail_of(const struct wrap *w, void *region)
 	return (struct tail *)((char *)region + w->tail_off);
 }
 
-static ucs_status_t wrap_mem_reg(void *context, ucs_rcache_t *rcache, void *arg,
-				 ucs_rcache_region_t *region, uint16_t flags)
+/*
+ * The module refused to watch @region (a limit): UCX still gets its
+ * registration, but uncached.  The range is queued for invalidation now
+ * (UCX's unmap callback cannot take the page-table lock this thread holds
+ * in mem_reg, so it queues), and every lookup looks at that queue before
+ * the page table: no later lookup returns the region.
+ */
+static void make_uncached(const struct wrap *w, const struct ucx_pgt_region *region)
+{
+	w->b->vm_munmap((void *)region->start, region->end - region->start);
+}
+
+static ucx_status_t wrap_mem_reg(void *context, struct ucx_rcache *rcache, void *arg,
+				 struct ucx_pgt_region *region, uint16_t flags)
 {
 	struct wrap *w = context;
 	struct tail *t = tail_of(w, region);
 	struct ummunot_region r;
 	struct ummunot_monitor *m;
-	ucs_status_t st;
+	ucx_status_t st;
 	uint32_t idx = 0;
 	int ret = 0;
 
+	memset(t, 0, sizeof(*t));
+	if (w->probe) {
+		t->probe = 1;	/* the gate's probe: nothing to register */
+		return UCX_OK;
+	}
 	memset(&r, 0, sizeof(r));
-	r.start = region->super.start;
-	r.length = region->super.end - region->super.start;
-	t->slot = 0;
-	t->gen = 0;
+	r.start = region->start;
+	r.length = region->end - region->start;
 	/* Watch before UCX pins: a change after this point is reported. */
 	pthread_mutex_lock(&g.ring_lock);
 	m = child_monitor_locked();
@@ -852,16 +1066,15 @@ static ucs_status_t wrap_mem_reg(void *context, ucs_rcache_t *rcache, void *arg,
 		inc(&g.watch_errors);
 		if (!atomic_exchange(&g.warned_watch, 1))
 			fprintf(stderr, "libummunot-ucx: cannot watch [%#lx, %#lx): %s; "
-				"UCX's registration of it fails (warned once)\n",
-				(unsigned long)region->super.start,
-				(unsigned long)region->super.end, strerror(-ret));
-		return ret == -ENOMEM ? UCS_ERR_NO_MEMORY : UCS_ERR_EXCEEDS_LIMIT;
-	}
-	if (m)
+				"registrations ummunot cannot watch are not cached (warned once)\n",
+				(unsigned long)region->start, (unsigned long)region->end,
+				strerror(-ret));
+	} else if (m) {
 		inc(&g.watched);
+	}
 	/* m == NULL: blind, every lookup invalidates everything. */
-	st = w->orig_ops->mem_reg(w->orig_ctx, rcache, arg, region, flags);
-	if (st != UCS_OK && t->slot) {
+	st = w->orig_reg(w->orig_ctx, rcache, arg, region, flags);
+	if (st != UCX_OK && t->slot) {
 		struct slot *s = slot_at(t->slot);
 
 		pthread_mutex_lock(&g.ring_lock);
@@ -871,15 +1084,19 @@ static ucs_status_t wrap_mem_reg(void *context, ucs_rcache_t *rcache, void *arg,
 		pthread_mutex_unlock(&g.ring_lock);
 		t->slot = 0;
 	}
+	if (st == UCX_OK && ret)
+		make_uncached(w, region);
 	return st;
 }
 
-static void wrap_mem_dereg(void *context, ucs_rcache_t *rcache,
-			   ucs_rcache_region_t *region)
+static void wrap_mem_dereg(void *context, struct ucx_rcache *rcache,
+			   struct ucx_pgt_region *region)
 {
 	struct wrap *w = context;
 	struct tail *t = tail_of(w, region);
 
+	if (t->probe)
+		return;
 	if (t->slot) {
 		struct slot *s = slot_at(t->slot);
 
@@ -895,72 +1112,132 @@ static void wrap_mem_dereg(void *context, ucs_rcache_t *rcache,
 		pthread_mutex_unlock(&g.ring_lock);
 		t->slot = 0;
 	}
-	w->orig_ops->mem_dereg(w->orig_ctx, rcache, region);
+	w->orig_dereg(w->orig_ctx, rcache, region);
 }
 
-#if HAVE_OPS_MERGE
-/* UCX 1.18 calls merge without a NULL check: always pass it through. */
-static void wrap_merge(void *context, ucs_rcache_t *rcache, void *arg,
-		       ucs_rcache_region_t *region)
+/* UCX 1.18+ calls merge without a NULL check: always present in ours. */
+static void wrap_merge(void *context, struct ucx_rcache *rcache, void *arg,
+		       struct ucx_pgt_region *region)
 {
 	struct wrap *w = context;
 
-	if (w->orig_ops->merge)
-		w->orig_ops->merge(w->orig_ctx, rcache, arg, region);
+	if (w->orig_merge)
+		w->orig_merge(w->orig_ctx, rcache, arg, region);
 }
-#endif
 
-static void wrap_dump_region(void *context, ucs_rcache_t *rcache,
-			     ucs_rcache_region_t *region, char *buf, size_t max)
+static void wrap_dump_region(void *context, struct ucx_rcache *rcache,
+			     struct ucx_pgt_region *region, char *buf, size_t max)
 {
 	struct wrap *w = context;
 
-	if (w->orig_ops->dump_region)
-		w->orig_ops->dump_region(w->orig_ctx, rcache, region, buf, max);
+	if (w->orig_dump && !tail_of(w, region)->probe)
+		w->orig_dump(w->orig_ctx, rcache, region, buf, max);
 	else if (max)
 		buf[0] = '\0';
 }
 
-/* ---- the interposed UCX functions ----------------------------------- */
-
-EXPORT ucs_status_t ucs_rcache_create(const ucs_rcache_params_t *params,
-				      const char *name, ucs_stats_node_t *stats_parent,
-				      ucs_rcache_t **rcache_p)
+/* Fill w's ops from @orig (the caller's ucs_rcache_ops_t, of @layout). */
+static void wrap_ops(struct wrap *w, enum ucx_layout layout, const void *orig)
 {
-	ucs_rcache_params_t p;
-	struct wrap *w;
-	ucs_status_t st;
+	if (layout == UCX_LAYOUT_118) {
+		const struct ucx_ops_118 *o = orig;
+
+		if (o) {
+			w->orig_reg = o->mem_reg;
+			w->orig_dereg = o->mem_dereg;
+			w->orig_merge = o->merge;
+			w->orig_dump = o->dump_region;
+		}
+		w->ops.o118.mem_reg = wrap_mem_reg;
+		w->ops.o118.mem_dereg = wrap_mem_dereg;
+		w->ops.o118.merge = wrap_merge;
+		w->ops.o118.dump_region = wrap_dump_region;
+	} else {
+		const struct ucx_ops_113 *o = orig;
+
+		if (o) {
+			w->orig_reg = o->mem_reg;
+			w->orig_dereg = o->mem_dereg;
+			w->orig_dump = o->dump_region;
+		}
+		w->ops.o113.mem_reg = wrap_mem_reg;
+		w->ops.o113.mem_dereg = wrap_mem_dereg;
+		w->ops.o113.dump_region = wrap_dump_region;
+	}
+	w->orig_ops = orig;
+}
+
+/* The caller's params, seen through @layout; and ours, made from them. */
+union params {
+	struct ucx_params_113 p113;
+	struct ucx_params_117 p117;
+};
+
+struct params_view {
+	size_t *region_struct_size;
+	int *ucm_events;
+	const void **ops;
+	void **context;
+	int *flags;
+	unsigned long *max_regions;
+};
+
+static struct params_view view_of(union params *p, enum ucx_layout layout)
+{
+	struct params_view v;
+
+	if (layout == UCX_LAYOUT_113) {
+		v.region_struct_size = &p->p113.region_struct_size;
+		v.ucm_events = &p->p113.ucm_events;
+		v.ops = &p->p113.ops;
+		v.context = &p->p113.context;
+		v.flags = &p->p113.flags;
+		v.max_regions = &p->p113.max_regions;
+	} else {
+		v.region_struct_size = &p->p117.region_struct_size;
+		v.ucm_events = &p->p117.ucm_events;
+		v.ops = &p->p117.ops;
+		v.context = &p->p117.context;
+		v.flags = &p->p117.flags;
+		v.max_regions = &p->p117.max_regions;
+	}
+	return v;
+}
+
+static size_t params_size(enum ucx_layout layout)
+{
+	return layout == UCX_LAYOUT_113 ? sizeof(struct ucx_params_113) :
+					  sizeof(struct ucx_params_117);
+}
+
+/*
+ * Create a cache of binding @b wrapped by @w (w->b, w->probe set) from the
+ * caller's @params: our ops and context, our tail after UCX's region.
+ * Returns UCX's status; on success w->rcache and w->pgtable are set and
+ * the cache is published.  UCX_ERR_UNSUPPORTED: the cache was created
+ * but its page table cannot be seen (destroyed again).
+ */
+static ucx_status_t create_wrapped(struct wrap *w, const void *params, const char *name,
+				   void *stats_parent, struct ucx_rcache **rcache_p)
+{
+	enum ucx_layout layout = w->b->layout;
+	union params p;
+	struct params_view v = view_of(&p, layout);
+	ucx_status_t st;
 	int ok;
 
-	ensure_resolved();
-	pthread_once(&g.start_once, start);
-	if (!atomic_load(&g.active) || !params || !params->ops ||
-	    !(params->ucm_events & UCM_EVENT_VM_UNMAPPED))
-		return g.real_create(params, name, stats_parent, rcache_p);
-
-	w = calloc(1, sizeof(*w));
-	if (!w)
-		return UCS_ERR_NO_MEMORY;
-	w->orig_ops = params->ops;
-	w->orig_ctx = params->context;
-	w->tail_off = (params->region_struct_size + 7) & ~(size_t)7;
-	w->ops.mem_reg = wrap_mem_reg;
-	w->ops.mem_dereg = wrap_mem_dereg;
-#if HAVE_OPS_MERGE
-	w->ops.merge = wrap_merge;
-#endif
-	w->ops.dump_region = wrap_dump_region;
-	p = *params;
-	p.ops = &w->ops;
-	p.context = w;
-	p.region_struct_size = w->tail_off + sizeof(struct tail);
+	memcpy(&p, params, params_size(layout));
+	wrap_ops(w, layout, *v.ops);
+	w->orig_ctx = *v.context;
+	w->tail_off = (*v.region_struct_size + 7) & ~(size_t)7;
+	*v.ops = &w->ops;
+	*v.context = w;
+	*v.region_struct_size = w->tail_off + sizeof(struct tail);
 	tls_creating = w;
-	st = g.real_create(&p, name, stats_parent, rcache_p);
+	st = w->b->create(&p, name, stats_parent, rcache_p);
 	tls_creating = NULL;
-	if (st != UCS_OK) {
-		free(w);
+	if (st != UCX_OK)
 		return st;
-	}
 	w->rcache = *rcache_p;
 	/* The page table must be the one inside this cache's struct: else
 	 * ucs_pgtable_init() was not called through the PLT, and neither,
@@ -973,69 +1250,347 @@ EXPORT ucs_status_t ucs_rcache_create(const ucs_rcache_params_t *params,
 	if (ok) {
 		w->next = g.wraps;
 		g.wraps = w;
-		inc(&g.rcaches);
 	}
 	pthread_mutex_unlock(&g.list_lock);
 	if (ok)
-		return UCS_OK;
-	/* Not ours to feed: give UCX the cache it asked for. */
-	refuse_late(w->pgtable ? "too many UCX registration caches to track" :
-		    "cannot see the page table of UCX's registration cache "
-		    "(ucs_pgtable_init is not interposable in this libucs)");
-	g.real_destroy(w->rcache);
-	free(w);
-	return g.real_create(params, name, stats_parent, rcache_p);
+		return UCX_OK;
+	w->b->destroy(w->rcache);
+	return UCX_ERR_UNSUPPORTED;
 }
 
-EXPORT void ucs_rcache_destroy(ucs_rcache_t *rcache)
+/* list_lock: take @rcache's wrap off the list and out of the hash. */
+static struct wrap *forget(struct ucx_rcache *rcache)
 {
 	struct wrap **pp, *w = NULL;
 
-	ensure_resolved();
-	g.real_destroy(rcache);		/* deregisters through our ops */
 	pthread_mutex_lock(&g.list_lock);
 	for (pp = &g.wraps; *pp; pp = &(*pp)->next)
 		if ((*pp)->rcache == rcache) {
 			w = *pp;
 			*pp = w->next;
+			unpublish(w);
 			break;
 		}
-	if (w)
-		unpublish(w);
 	pthread_mutex_unlock(&g.list_lock);
-	/* No lookup of this cache's page table can run now (that would be
-	 * a lookup in a destroyed cache); other caches' lookups never match
-	 * its entry. */
-	free(w);
+	return w;
 }
 
-EXPORT ucs_status_t ucs_pgtable_init(ucs_pgtable_t *pgtable,
-				     ucs_pgt_dir_alloc_callback_t alloc_cb,
-				     ucs_pgt_dir_release_callback_t release_cb)
+/* ---- the gate: judging a UCX copy once, at its first cache --------- */
+
+/* UCX's release of @b: ucp_get_version() of the libucp.so.0 beside its
+ * libucs, if that libucp is linked with this very libucs.  0: unknown. */
+static unsigned int binding_version(const struct binding *b)
+{
+	const char *slash = strrchr(b->path, '/');
+	char path[PATH_MAX];
+	ucx_get_version_fn fn;
+	unsigned int maj = 0, min = 0, rel = 0;
+	void *h, *p;
+
+	if (!slash || (size_t)snprintf(path, sizeof(path), "%.*s/libucp.so.0",
+				       (int)(slash - b->path), b->path) >= sizeof(path))
+		return 0;
+	h = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+	if (!h)
+		h = dlopen(path, RTLD_LAZY | RTLD_LOCAL | RTLD_NODELETE);
+	if (!h)
+		return 0;
+	p = dlsym(h, "ucs_rcache_create");
+	fn = (ucx_get_version_fn)dlsym(h, "ucp_get_version");
+	/* The libucp there must use this libucs (not another copy). */
+	if (fn && p && base_of(p) == self_base())
+		p = NULL;
+	if (fn && (!p || base_of(p) == b->base))
+		fn(&maj, &min, &rel);
+	dlclose(h);
+	if (!maj || maj > 0xffff || min > 0xffff)
+		return 0;
+	return UCX_VER(maj, min);
+}
+
+static int tested(unsigned int v)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(tested_versions) / sizeof(tested_versions[0]); i++)
+		if (tested_versions[i] == v)
+			return 1;
+	return 0;
+}
+
+/*
+ * A probe cache: created, one get (a miss: UCX looks the page table up
+ * first), put, destroyed.  Its page table must be seen at init and its
+ * lookup must reach us; else this libucs binds its own calls (linked with
+ * -Bsymbolic, or lookups inlined) and its caches cannot be fed.
+ */
+static const char *probe(struct binding *b)
+{
+	static char page[4096] __attribute__((aligned(4096)));
+	union params p;
+	struct params_view v = view_of(&p, b->layout);
+	struct ucx_pgt_region *region = NULL;
+	struct ucx_rcache *rc = NULL;
+	struct wrap *w, *f;
+	ucx_status_t st;
+	typedef ucx_status_t (*get7_fn)(struct ucx_rcache *, void *, size_t, uintptr_t,
+					uintptr_t, uintptr_t, uintptr_t);
+	get7_fn get = (get7_fn)b->get;
+
+	pthread_mutex_lock(&g.list_lock);
+	w = wrap_alloc_locked();
+	pthread_mutex_unlock(&g.list_lock);
+	if (!w)
+		return "out of memory";
+	w->b = b;
+	w->probe = 1;
+	memset(&p, 0, sizeof(p));
+	if (b->layout == UCX_LAYOUT_113) {
+		p.p113.alignment = 64;
+		p.p113.max_alignment = sizeof(page);
+	}
+	*v.region_struct_size = 1024;	/* above any release's region */
+	*v.flags = UCX_RCACHE_FLAG_NO_PFN_CHECK;
+	*v.max_regions = ULONG_MAX;
+	if (b->layout == UCX_LAYOUT_113) {
+		p.p113.max_size = SIZE_MAX;
+		p.p113.max_unreleased = SIZE_MAX;
+	} else {
+		p.p117.max_size = SIZE_MAX;
+		p.p117.max_unreleased = SIZE_MAX;
+	}
+	*v.ops = NULL;		/* wrap_ops() with no original: ours only */
+	st = create_wrapped(w, &p, "ummunot-probe", NULL, &rc);
+	if (st == UCX_ERR_UNSUPPORTED) {
+		wrap_free(w);
+		return "its own calls to ucs_pgtable_init() do not reach this adapter "
+		       "(libucs linked with -Bsymbolic?)";
+	}
+	if (st != UCX_OK) {
+		wrap_free(w);
+		return "a probe registration cache could not be created";
+	}
+	tls_probe_lookups = 0;
+	if (b->layout == UCX_LAYOUT_113)
+		st = get(rc, page, sizeof(page), PROT_READ | PROT_WRITE, 0,
+			 (uintptr_t)&region, 0);
+	else
+		st = get(rc, page, sizeof(page), 64, PROT_READ | PROT_WRITE, 0,
+			 (uintptr_t)&region);
+	if (st == UCX_OK && region)
+		b->put(rc, region);
+	f = forget(rc);
+	b->destroy(rc);
+	if (f)
+		wrap_free(f);
+	if (st != UCX_OK)
+		return "a probe lookup failed";
+	if (!tls_probe_lookups)
+		return "its lookups do not reach this adapter's ucs_pgtable_lookup() "
+		       "(libucs linked with -Bsymbolic, or lookups inlined)";
+	return NULL;
+}
+
+static void pass_through(struct binding *b, const char *why)
+{
+	fprintf(stderr, "libummunot-ucx: not feeding UCX %u.%u at %s: %s; every call to it goes "
+		"to UCX unchanged\n", b->version >> 16, b->version & 0xffff, b->path, why);
+	inc(&g.passed_through);
+	if (!atomic_load(&g.active)) {
+		g.ucx_version = b->version;
+		atomic_store(&g.refused, 1);
+	}
+	atomic_store(&b->state, B_PASS);
+	require_active();
+}
+
+/* The state of @b, judged now if it was not yet (gate_lock). */
+static int judge(struct binding *b)
+{
+	struct ummunot_monitor *m;
+	const char *why;
+	char list[200];
+	size_t i, off;
+	int st = atomic_load(&b->state);
+
+	if (likely(st != B_NEW))
+		return st;
+	pthread_once(&g.start_once, start);
+	pthread_mutex_lock(&gate_lock);
+	st = atomic_load(&b->state);
+	if (st != B_NEW || b->judging) {
+		/* Judged meanwhile, or a cache created by the probe itself. */
+		pthread_mutex_unlock(&gate_lock);
+		return st == B_NEW ? B_PASS : st;
+	}
+	b->judging = 1;
+	if (!b->create || !b->destroy || !b->get || !b->put || !b->lookup || !b->pgt_init ||
+	    !b->vm_munmap || !b->set_external || !b->unset_external) {
+		pass_through(b, "that libucs (or its libucm) lacks functions this adapter calls");
+		goto out;
+	}
+	b->version = binding_version(b);
+	b->layout = layout_of(b->version);
+	if (!b->version) {
+		pass_through(b, "cannot tell which release it is (no libucp.so.0 beside it "
+			     "that uses it)");
+		goto out;
+	}
+	if (!tested(b->version)) {
+		off = (size_t)snprintf(list, sizeof(list),
+				       "not a release this adapter was tested with (tested:");
+		for (i = 0; i < sizeof(tested_versions) / sizeof(tested_versions[0]) &&
+			    off < sizeof(list); i++)
+			off += (size_t)snprintf(list + off, sizeof(list) - off, " %u.%u",
+						tested_versions[i] >> 16,
+						tested_versions[i] & 0xffff);
+		if (off < sizeof(list))
+			snprintf(list + off, sizeof(list) - off, ")");
+		pass_through(b, list);
+		goto out;
+	}
+	if (atomic_load(&g.fed)) {
+		pass_through(b, "a second UCX copy in this process (the first one is fed)");
+		goto out;
+	}
+	why = probe(b);
+	if (why) {
+		pass_through(b, why);
+		goto out;
+	}
+	m = atomic_load(&g.mon);
+	if (!m) {
+		m = open_monitor();
+		if (!m) {
+			g.ucx_version = b->version;
+			atomic_store(&b->state, B_PASS);
+			require_active();
+			goto out;
+		}
+		atomic_store(&g.mon, m);
+		publish_check(m);
+	}
+	b->set_external(UCX_EVENT_VM_UNMAPPED);
+	g.ucx_version = b->version;
+	atomic_store_explicit(&g.fed, b, memory_order_release);
+	atomic_store(&b->state, B_ACTIVE);
+	atomic_store_explicit(&g.active, 1, memory_order_release);
+	if (g.verbose)
+		fprintf(stderr, "libummunot-ucx: active: UCX %u.%u at %s, pid %ld\n",
+			b->version >> 16, b->version & 0xffff, b->path, (long)getpid());
+out:
+	b->judging = 0;
+	st = atomic_load(&b->state);
+	pthread_mutex_unlock(&gate_lock);
+	return st;
+}
+
+/* ---- the interposed UCX functions ----------------------------------- */
+
+#define CALLER __builtin_return_address(0)
+
+EXPORT ucx_status_t ucs_rcache_create(const void *params, const char *name,
+				      void *stats_parent, struct ucx_rcache **rcache_p)
+{
+	struct binding *b = caller_binding(CALLER, "ucs_rcache_create");
+	union params view;
+	struct params_view v;
+	struct wrap *w;
+	ucx_status_t st;
+
+	if (unlikely(!b || !b->create)) {
+		no_ucx("ucs_rcache_create");
+		return UCX_ERR_UNSUPPORTED;
+	}
+	if (judge(b) != B_ACTIVE || !params)
+		return b->create(params, name, stats_parent, rcache_p);
+	memcpy(&view, params, params_size(b->layout));
+	v = view_of(&view, b->layout);
+	if (!*v.ops || !(*v.ucm_events & UCX_EVENT_VM_UNMAPPED))
+		return b->create(params, name, stats_parent, rcache_p);
+	pthread_mutex_lock(&g.list_lock);
+	w = wrap_alloc_locked();
+	pthread_mutex_unlock(&g.list_lock);
+	if (!w)
+		return UCX_ERR_NO_MEMORY;
+	w->b = b;
+	st = create_wrapped(w, params, name, stats_parent, rcache_p);
+	if (st == UCX_OK) {
+		inc(&g.rcaches);
+		return UCX_OK;
+	}
+	wrap_free(w);
+	if (st == UCX_ERR_UNSUPPORTED) {
+		/* UCM's unmap event is external now: an unwrapped cache would
+		 * get no events.  UCX runs without this cache instead. */
+		fprintf(stderr, "libummunot-ucx: cannot see the page table of UCX's "
+			"registration cache '%s'; refusing to create it (UCX runs without it)\n",
+			name ? name : "");
+		require_active();
+	}
+	return st;
+}
+
+EXPORT void ucs_rcache_destroy(struct ucx_rcache *rcache)
+{
+	struct binding *b = caller_binding(CALLER, "ucs_rcache_destroy");
+	struct wrap *w;
+
+	if (unlikely(!b || !b->destroy)) {
+		no_ucx("ucs_rcache_destroy");
+		return;
+	}
+	/* Out of the hash first: a cache created meanwhile at the same
+	 * address can never match this wrap. */
+	w = forget(rcache);
+	b->destroy(rcache);		/* deregisters through our ops */
+	if (w)
+		wrap_free(w);
+}
+
+EXPORT ucx_status_t ucs_pgtable_init(struct ucx_pgtable *pgtable, void *alloc_cb,
+				     void *release_cb)
 {
 	struct wrap *w = tls_creating;
+	struct binding *b;
 
-	ensure_resolved();
 	if (w && !w->pgtable) {
 		w->pgtable = pgtable;	/* the first one inside ucs_rcache_create */
 		tls_creating = NULL;
+		b = w->b;
+	} else {
+		b = caller_binding(CALLER, "ucs_pgtable_init");
 	}
-	return g.real_pgt_init(pgtable, alloc_cb, release_cb);
+	if (unlikely(!b || !b->pgt_init)) {
+		no_ucx("ucs_pgtable_init");
+		return UCX_ERR_UNSUPPORTED;
+	}
+	return b->pgt_init(pgtable, alloc_cb, release_cb);
 }
 
-EXPORT ucs_pgt_region_t *ucs_pgtable_lookup(const ucs_pgtable_t *pgtable,
-					    ucs_pgt_addr_t address)
+EXPORT struct ucx_pgt_region *ucs_pgtable_lookup(const struct ucx_pgtable *pgtable,
+						 ucx_pgt_addr_t address)
 {
-	ucs_pgt_region_t *r;
-	struct wrap *w;
+	struct ucx_pgt_region *r;
+	struct binding *b;
+	struct wrap *w = owner_of(pgtable);
 	struct tail *t;
 
-	ensure_resolved();
-	w = owner_of(pgtable);
-	if (likely(!w))
-		return g.real_lookup(pgtable, address);
+	if (likely(!w)) {
+		/* Not a cache we feed: UCX's answer, untouched. */
+		b = caller_binding(CALLER, "ucs_pgtable_lookup");
+		if (unlikely(!b || !b->lookup)) {
+			no_ucx("ucs_pgtable_lookup");
+			return NULL;
+		}
+		return b->lookup(pgtable, address);
+	}
+	if (unlikely(w->probe)) {
+		tls_probe_lookups++;	/* the gate's probe: nothing to check */
+		return w->b->lookup(pgtable, address);
+	}
 	lookup_check();
-	r = g.real_lookup(pgtable, address);
+	r = w->b->lookup(pgtable, address);
 	if (!r)
 		return NULL;
 	/* The region is alive (UCX's caller holds what keeps it in the page
@@ -1050,27 +1605,30 @@ EXPORT ucs_pgt_region_t *ucs_pgtable_lookup(const ucs_pgtable_t *pgtable,
 	return r;
 }
 
-#if HAVE_GET_ALIGNMENT
-EXPORT ucs_status_t ucs_rcache_get(ucs_rcache_t *rcache, void *address,
-				   size_t length, size_t alignment, int prot, void *arg,
-				   ucs_rcache_region_t **region_p)
-#else
-EXPORT ucs_status_t ucs_rcache_get(ucs_rcache_t *rcache, void *address,
-				   size_t length, int prot, void *arg,
-				   ucs_rcache_region_t **region_p)
-#endif
+/*
+ * ucs_rcache_get() has six arguments before UCX 1.17 and seven since
+ * (alignment).  All are integers or pointers: on the 64-bit ABIs UCX runs
+ * on (x86-64, aarch64, ppc64le) they travel in the same registers either
+ * way, so they are passed on as they came, whatever the release.
+ */
+typedef ucx_status_t (*get_raw_fn)(struct ucx_rcache *, void *, size_t, uintptr_t, uintptr_t,
+				   uintptr_t, uintptr_t);
+
+EXPORT ucx_status_t ucs_rcache_get(struct ucx_rcache *rcache, void *address, size_t length,
+				   uintptr_t a3, uintptr_t a4, uintptr_t a5, uintptr_t a6)
 {
-	ensure_resolved();
-	/* Draining here, before UCX takes its page-table lock, lets UCX's
-	 * unmap callback invalidate at once instead of queueing. */
-	if (likely(atomic_load_explicit(&g.active, memory_order_relaxed)) &&
+	struct binding *b = caller_binding(CALLER, "ucs_rcache_get");
+
+	if (unlikely(!b || !b->get)) {
+		no_ucx("ucs_rcache_get");
+		return UCX_ERR_UNSUPPORTED;
+	}
+	/* Draining before UCX looks at its invalidation queue: an event not
+	 * yet dispatched would let its slow path return a stale region. */
+	if (b == atomic_load_explicit(&g.fed, memory_order_relaxed) &&
 	    atomic_load_explicit(&g.rcaches, memory_order_relaxed))
 		lookup_check();
-#if HAVE_GET_ALIGNMENT
-	return g.real_get(rcache, address, length, alignment, prot, arg, region_p);
-#else
-	return g.real_get(rcache, address, length, prot, arg, region_p);
-#endif
+	return ((get_raw_fn)b->get)(rcache, address, length, a3, a4, a5, a6);
 }
 
 EXPORT int ummunot_ucx_stats(struct ummunot_ucx_stats *stats, size_t size)
@@ -1094,6 +1652,7 @@ EXPORT int ummunot_ucx_stats(struct ummunot_ucx_stats *stats, size_t size)
 	s.dead_misses = atomic_load(&g.dead_misses);
 	s.refused = (uint32_t)atomic_load(&g.refused);
 	s.ucx_version = g.ucx_version;
+	s.passed_through = atomic_load(&g.passed_through);
 	if (size > sizeof(s))
 		size = sizeof(s);
 	memcpy(stats, &s, size);

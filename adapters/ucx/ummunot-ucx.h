@@ -22,7 +22,7 @@ extern "C" {
 struct ummunot_ucx_stats {
 	uint32_t active;		/* 1: UCX's rcaches are fed from ummunot;
 					 * 0: passive (no /dev/ummunot, a UCX
-					 * version this build was not tested
+					 * release this adapter was not tested
 					 * with, or UCX never created a
 					 * registration cache) */
 	uint32_t blind;			/* 1: the monitor was lost (a forked child
@@ -40,11 +40,16 @@ struct ummunot_ucx_stats {
 	uint64_t dead_misses;		/* lookups answered "miss" because the
 					 * region found was invalidated by a
 					 * drain while UCX still held it */
-	uint32_t refused;		/* 1: the version gate refused this UCX
-					 * (or its page tables could not be
-					 * seen): active is 0 */
-	uint32_t ucx_version;		/* UCX found at run time, (major << 16) |
-					 * minor; 0: unknown or not asked yet */
+	uint32_t refused;		/* 1: the gate refused the first UCX copy
+					 * it judged (a release it was not
+					 * tested with, an unknown release, a
+					 * libucs that binds its own calls):
+					 * active is 0 */
+	uint32_t ucx_version;		/* the fed UCX copy's release, else the
+					 * refused one's, (major << 16) | minor;
+					 * 0: unknown or not judged yet */
+	uint64_t passed_through;	/* UCX copies the gate passed through
+					 * untouched (each said why on stderr) */
 };
 
 /*
