@@ -16,14 +16,6 @@
  *                 failed UCX's registration past the limit), and after
  *                 munmap + mmap every buffer must register again (0 stale),
  *                 watched or not.
- *   fork-storm    two threads get and remap in one cache while the main
- *                 thread forks 200 times; each child uses another cache at
- *                 once (the adapter had no fork prepare handler: a child
- *                 could inherit one of its locks held by another thread, or
- *                 a half-updated slot table).  Every child must finish
- *                 within 10 s, correct.  (The children never touch the
- *                 threads' cache: UCX itself does not make its own locks
- *                 safe across fork().)
  *
  * --expect-stale: a negative control, without the adapter, UCX's hooks off
  * and its unmap event declared external (ucm_set_external_event(), so the
@@ -33,14 +25,11 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "noop-rcache.h"
@@ -202,69 +191,6 @@ static int watch_limit(void)
 	return finish(i);
 }
 
-static ucs_rcache_t *storm_rc;
-static volatile int storm_stop;
-
-static void *storm_thread(void *arg)
-{
-	char *p = map_page(NULL);
-
-	(void)arg;
-	while (!storm_stop) {
-		get_put(storm_rc, p);
-		renew(p);
-	}
-	return NULL;
-}
-
-static int fork_storm(void)
-{
-	pthread_t th[2];
-	unsigned int i, late = 0, bad = 0;
-	ucs_rcache_t *child_rc;
-	char *mine;
-
-	if (noop_rcache_create("storm", UCM_EVENT_VM_UNMAPPED, &storm_rc) != UCS_OK ||
-	    noop_rcache_create("child", UCM_EVENT_VM_UNMAPPED, &child_rc) != UCS_OK)
-		FAIL("ucs_rcache_create failed");
-	mine = map_page(NULL);
-	for (i = 0; i < 2; i++)
-		pthread_create(&th[i], NULL, storm_thread, NULL);
-	for (i = 0; i < 200; i++) {
-		int status;
-		pid_t pid = fork();
-
-		if (pid < 0)
-			FAIL("fork: %s", strerror(errno));
-		if (pid == 0) {
-			unsigned int r0;
-
-			alarm(10);
-			get_put(child_rc, mine);
-			renew(mine);
-			r0 = noop_rcache_regs;
-			get_put(child_rc, mine);
-			_exit(noop_rcache_regs == r0 + 1 ? 0 : 3);
-		}
-		if (waitpid(pid, &status, 0) != pid)
-			FAIL("waitpid: %s", strerror(errno));
-		if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
-			late++;
-		else if (!WIFEXITED(status) || WEXITSTATUS(status))
-			bad++;
-	}
-	storm_stop = 1;
-	for (i = 0; i < 2; i++)
-		pthread_join(th[i], NULL);
-	printf("fork-storm: 200 children, %u hung (killed after 10 s), %u failed\n", late, bad);
-	if (late || bad)
-		FAIL("children hung or failed after fork");
-	ucs_rcache_destroy(storm_rc);
-	ucs_rcache_destroy(child_rc);
-	printf("PASS\n");
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	int i;
@@ -277,7 +203,7 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[i], "--expect-stale"))
 			expect_stale = 1;
 	if (argc < 2)
-		FAIL("usage: adapter-defects caches [N] | watch-limit | fork-storm [--expect-stale]");
+		FAIL("usage: adapter-defects caches [N] | watch-limit [--expect-stale]");
 	if (!expect_stale && !stats_fn)
 		FAIL("libummunot-ucx is not preloaded");
 	if (expect_stale) {
@@ -289,7 +215,5 @@ int main(int argc, char **argv)
 		return many_caches(argc > 2 && argv[2][0] != '-' ? (unsigned int)atoi(argv[2]) : 300);
 	if (!strcmp(argv[1], "watch-limit"))
 		return watch_limit();
-	if (!strcmp(argv[1], "fork-storm"))
-		return fork_storm();
 	FAIL("unknown mode %s", argv[1]);
 }
