@@ -1620,6 +1620,7 @@ EXPORT ucx_status_t ucs_rcache_get(struct ucx_rcache *rcache, void *address, siz
 				   uintptr_t a3, uintptr_t a4, uintptr_t a5, uintptr_t a6)
 {
 	struct binding *b = caller_binding(CALLER, "ucs_rcache_get");
+	ucx_status_t st;
 
 	if (unlikely(!b || !b->get)) {
 		no_ucx("ucs_rcache_get");
@@ -1630,7 +1631,11 @@ EXPORT ucx_status_t ucs_rcache_get(struct ucx_rcache *rcache, void *address, siz
 	if (b == atomic_load_explicit(&g.fed, memory_order_relaxed) &&
 	    atomic_load_explicit(&g.rcaches, memory_order_relaxed))
 		lookup_check();
-	return ((get_raw_fn)b->get)(rcache, address, length, a3, a4, a5, a6);
+	st = ((get_raw_fn)b->get)(rcache, address, length, a3, a4, a5, a6);
+	/* No tail call: it would store a6 back into our seventh argument's
+	 * slot, which is the caller's own frame when it passed six. */
+	__asm__ __volatile__("" : : : "memory");
+	return st;
 }
 
 EXPORT int ummunot_ucx_stats(struct ummunot_ucx_stats *stats, size_t size)
