@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #
-# libummunot-ucx in a process whose only UCX is a renamed copy of libucs
+# libummunot-ucx in a process with a renamed copy of libucs
 # (tests/ucx/ucx-copy.c says why).  The copy is the system's libucs.so.0
 # with its soname changed by patchelf.
 # Usage: renamed-copy.sh ADAPTER UCX-COPY LIBUCS
