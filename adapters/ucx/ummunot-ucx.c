@@ -1321,6 +1321,20 @@ static int tested(unsigned int v)
 }
 
 /*
+ * UMMUNOT_UCX_UNTESTED=X.Y: try release X.Y although it is not in the
+ * tested list (how scripts/ucx-matrix tests a release before it joins the
+ * list; the probe and every other check still apply).
+ */
+static int untested_allowed(unsigned int v)
+{
+	const char *e = getenv("UMMUNOT_UCX_UNTESTED");
+	unsigned int maj, min;
+	char end;
+
+	return e && sscanf(e, "%u.%u%c", &maj, &min, &end) == 2 && UCX_VER(maj, min) == v;
+}
+
+/*
  * A probe cache: created, one get (a miss: UCX looks the page table up
  * first), put, destroyed.  Its page table must be seen at init and its
  * lookup must reach us; else this libucs binds its own calls (linked with
@@ -1438,7 +1452,12 @@ static int judge(struct binding *b)
 			     "that uses it)");
 		goto out;
 	}
-	if (!tested(b->version)) {
+	if (!tested(b->version) && untested_allowed(b->version)) {
+		fprintf(stderr, "libummunot-ucx: UCX %u.%u at %s is not a release this adapter "
+			"was tested with; trying it because UMMUNOT_UCX_UNTESTED=%u.%u\n",
+			b->version >> 16, b->version & 0xffff, b->path, b->version >> 16,
+			b->version & 0xffff);
+	} else if (!tested(b->version)) {
 		off = (size_t)snprintf(list, sizeof(list),
 				       "not a release this adapter was tested with (tested:");
 		for (i = 0; i < sizeof(tested_versions) / sizeof(tested_versions[0]) &&
