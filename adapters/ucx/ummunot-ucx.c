@@ -161,8 +161,7 @@ struct binding {
 	ucx_external_event_fn set_external, unset_external;
 	unsigned int version;		/* 0: unknown */
 	enum ucx_layout layout;
-	_Atomic int state;		/* enum bstate; set once, under bind_lock */
-	int judging;			/* the gate runs (bind_lock) */
+	_Atomic int state;		/* enum bstate; set once, under gate_lock */
 };
 
 /* A range of code (a library) whose calls go to one binding. */
@@ -179,7 +178,6 @@ struct wrap {
 		struct ucx_ops_113 o113;
 		struct ucx_ops_118 o118;
 	} ops;				/* ours: what UCX calls */
-	const void *orig_ops;
 	void *orig_ctx;
 	ucx_mem_reg_fn orig_reg;
 	ucx_mem_dereg_fn orig_dereg;
@@ -1166,7 +1164,6 @@ static void wrap_ops(struct wrap *w, enum ucx_layout layout, const void *orig)
 		w->ops.o113.mem_dereg = wrap_mem_dereg;
 		w->ops.o113.dump_region = wrap_dump_region;
 	}
-	w->orig_ops = orig;
 }
 
 /* The caller's params, seen through @layout; and ours, made from them. */
@@ -1433,13 +1430,13 @@ static int judge(struct binding *b)
 		return st;
 	pthread_once(&g.start_once, start);
 	pthread_mutex_lock(&gate_lock);
+	/* The probe calls the copy's own functions, never ours: the gate is
+	 * not re-entered while it holds gate_lock. */
 	st = atomic_load(&b->state);
-	if (st != B_NEW || b->judging) {
-		/* Judged meanwhile, or a cache created by the probe itself. */
-		pthread_mutex_unlock(&gate_lock);
-		return st == B_NEW ? B_PASS : st;
+	if (st != B_NEW) {
+		pthread_mutex_unlock(&gate_lock);	/* judged meanwhile */
+		return st;
 	}
-	b->judging = 1;
 	if (!b->create || !b->destroy || !b->get || !b->put || !b->lookup || !b->pgt_init ||
 	    !b->vm_munmap || !b->set_external || !b->unset_external) {
 		pass_through(b, "that libucs (or its libucm) lacks functions this adapter calls");
@@ -1500,7 +1497,6 @@ static int judge(struct binding *b)
 		fprintf(stderr, "libummunot-ucx: active: UCX %u.%u at %s, pid %ld\n",
 			b->version >> 16, b->version & 0xffff, b->path, (long)getpid());
 out:
-	b->judging = 0;
 	st = atomic_load(&b->state);
 	pthread_mutex_unlock(&gate_lock);
 	return st;
