@@ -33,7 +33,6 @@ enum ucx_layout {
 enum {
 	UCX_OK = 0,
 	UCX_ERR_NO_MEMORY = -4,
-	UCX_ERR_INVALID_PARAM = -5,
 	UCX_ERR_UNSUPPORTED = -22,
 };
 
@@ -113,14 +112,17 @@ struct ucx_params_117 {
 typedef ucx_status_t (*ucx_rcache_create_fn)(const void *params, const char *name,
 					     void *stats_parent, struct ucx_rcache **rcache_p);
 typedef void (*ucx_rcache_destroy_fn)(struct ucx_rcache *rcache);
-/* ucs_rcache_get(), 1.13 - 1.16. */
-typedef ucx_status_t (*ucx_rcache_get_113_fn)(struct ucx_rcache *rcache, void *address,
-					      size_t length, int prot, void *arg,
-					      struct ucx_pgt_region **region_p);
-/* ucs_rcache_get(), 1.17 and later. */
-typedef ucx_status_t (*ucx_rcache_get_117_fn)(struct ucx_rcache *rcache, void *address,
-					      size_t length, size_t alignment, int prot,
-					      void *arg, struct ucx_pgt_region **region_p);
+/*
+ * ucs_rcache_get(): (rcache, address, length, prot, arg, region_p) before
+ * 1.17, (rcache, address, length, alignment, prot, arg, region_p) since.
+ * Every argument is an integer or a pointer: on the 64-bit ABIs UCX runs on
+ * (x86-64, aarch64, ppc64le) both travel in the same registers, so the
+ * adapter calls and forwards it through this one type, the arguments after
+ * length passed as they come.
+ */
+typedef ucx_status_t (*ucx_rcache_get_raw_fn)(struct ucx_rcache *rcache, void *address,
+					      size_t length, uintptr_t a3, uintptr_t a4,
+					      uintptr_t a5, uintptr_t a6);
 typedef void (*ucx_region_put_fn)(struct ucx_rcache *rcache, struct ucx_pgt_region *region);
 typedef struct ucx_pgt_region *(*ucx_pgtable_lookup_fn)(const struct ucx_pgtable *pgtable,
 							 ucx_pgt_addr_t address);

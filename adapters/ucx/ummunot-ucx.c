@@ -153,7 +153,7 @@ struct binding {
 	const char *path;		/* libucs's file (never freed) */
 	ucx_rcache_create_fn create;
 	ucx_rcache_destroy_fn destroy;
-	void *get;			/* ucx_rcache_get_113_fn or _117_fn */
+	ucx_rcache_get_raw_fn get;
 	ucx_region_put_fn put;
 	ucx_pgtable_lookup_fn lookup;
 	ucx_pgtable_init_fn pgt_init;
@@ -394,7 +394,7 @@ static void binding_fill(struct binding *b)
 {
 	b->create = (ucx_rcache_create_fn)binding_sym(b, "ucs_rcache_create");
 	b->destroy = (ucx_rcache_destroy_fn)binding_sym(b, "ucs_rcache_destroy");
-	b->get = binding_sym(b, "ucs_rcache_get");
+	b->get = (ucx_rcache_get_raw_fn)binding_sym(b, "ucs_rcache_get");
 	b->put = (ucx_region_put_fn)binding_sym(b, "ucs_rcache_region_put");
 	b->lookup = (ucx_pgtable_lookup_fn)binding_sym(b, "ucs_pgtable_lookup");
 	b->pgt_init = (ucx_pgtable_init_fn)binding_sym(b, "ucs_pgtable_init");
@@ -1346,9 +1346,6 @@ static const char *probe(struct binding *b)
 	struct ucx_rcache *rc = NULL;
 	struct wrap *w, *f;
 	ucx_status_t st;
-	typedef ucx_status_t (*get7_fn)(struct ucx_rcache *, void *, size_t, uintptr_t,
-					uintptr_t, uintptr_t, uintptr_t);
-	get7_fn get = (get7_fn)b->get;
 
 	pthread_mutex_lock(&g.list_lock);
 	w = wrap_alloc_locked();
@@ -1358,14 +1355,12 @@ static const char *probe(struct binding *b)
 	w->b = b;
 	w->probe = 1;
 	memset(&p, 0, sizeof(p));
-	if (b->layout == UCX_LAYOUT_113) {
-		p.p113.alignment = 64;
-		p.p113.max_alignment = sizeof(page);
-	}
 	*v.region_struct_size = 1024;	/* above any release's region */
 	*v.flags = UCX_RCACHE_FLAG_NO_PFN_CHECK;
 	*v.max_regions = ULONG_MAX;
 	if (b->layout == UCX_LAYOUT_113) {
+		p.p113.alignment = 64;
+		p.p113.max_alignment = sizeof(page);
 		p.p113.max_size = SIZE_MAX;
 		p.p113.max_unreleased = SIZE_MAX;
 	} else {
@@ -1385,11 +1380,11 @@ static const char *probe(struct binding *b)
 	}
 	tls_probe_lookups = 0;
 	if (b->layout == UCX_LAYOUT_113)
-		st = get(rc, page, sizeof(page), PROT_READ | PROT_WRITE, 0,
-			 (uintptr_t)&region, 0);
+		st = b->get(rc, page, sizeof(page), PROT_READ | PROT_WRITE, 0,
+			    (uintptr_t)&region, 0);
 	else
-		st = get(rc, page, sizeof(page), 64, PROT_READ | PROT_WRITE, 0,
-			 (uintptr_t)&region);
+		st = b->get(rc, page, sizeof(page), 64, PROT_READ | PROT_WRITE, 0,
+			    (uintptr_t)&region);
 	if (st == UCX_OK && region)
 		b->put(rc, region);
 	f = forget(rc);
@@ -1622,15 +1617,7 @@ EXPORT struct ucx_pgt_region *ucs_pgtable_lookup(const struct ucx_pgtable *pgtab
 	return r;
 }
 
-/*
- * ucs_rcache_get() has six arguments before UCX 1.17 and seven since
- * (alignment).  All are integers or pointers: on the 64-bit ABIs UCX runs
- * on (x86-64, aarch64, ppc64le) they travel in the same registers either
- * way, so they are passed on as they came, whatever the release.
- */
-typedef ucx_status_t (*get_raw_fn)(struct ucx_rcache *, void *, size_t, uintptr_t, uintptr_t,
-				   uintptr_t, uintptr_t);
-
+/* Six or seven arguments, passed on as they came (ucx-abi.h). */
 EXPORT ucx_status_t ucs_rcache_get(struct ucx_rcache *rcache, void *address, size_t length,
 				   uintptr_t a3, uintptr_t a4, uintptr_t a5, uintptr_t a6)
 {
@@ -1646,7 +1633,7 @@ EXPORT ucx_status_t ucs_rcache_get(struct ucx_rcache *rcache, void *address, siz
 	if (b == atomic_load_explicit(&g.fed, memory_order_relaxed) &&
 	    atomic_load_explicit(&g.rcaches, memory_order_relaxed))
 		lookup_check();
-	st = ((get_raw_fn)b->get)(rcache, address, length, a3, a4, a5, a6);
+	st = b->get(rcache, address, length, a3, a4, a5, a6);
 	/* No tail call: it would store a6 back into our seventh argument's
 	 * slot, which is the caller's own frame when it passed six. */
 	__asm__ __volatile__("" : : : "memory");
