@@ -2,8 +2,9 @@
 /*
  * libummunot-ucx-source: ummunot as UCX's external memory-event source.
  *
- * Needs a UCX built with ucx-rcache-event-source.patch (this directory),
- * which adds ucs_rcache_set_event_source().  Nothing is interposed: loaded
+ * Needs a UCX with the patch series of contrib/ucx/series (UCX master, or
+ * its v1.18 backport), which adds ucs_rcache_set_event_source() with the
+ * optional region callbacks.  Nothing is interposed: loaded
  * into a process (LD_PRELOAD, or linked by whoever initialises UCX), its
  * constructor, before any UCX registration cache exists,
  *
@@ -38,14 +39,15 @@
  * everything and moves the placeholder counter: every lookup then misses
  * (slow, never stale).  Not exercised by the MPI check in this directory.
  *
- * Environment: UMMUNOT_UCX_SOURCE_STATS=1 prints one line of counters per
- * process at exit.  UMMUNOT_UCX_SOURCE_CONTROL=unfed is a negative control for
+ * Environment: UMMUNOT_UCX_SOURCE_STATS=1 prints one line per process at
+ * exit: "active 1" when UCX took the source, then the counters.  UMMUNOT_UCX_SOURCE_CONTROL=unfed is a negative control for
  * tests, never for production: it only declares UCM_EVENT_VM_UNMAPPED
  * external (UCX's cache stays on) and feeds nothing, so cache hits go stale.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -86,6 +88,7 @@ static struct {
 	int fallback;			/* no monitor: invalidate everything */
 	uint64_t fork_gen;
 	int stats;
+	int active;			/* UCX took the source */
 	uint64_t polls, events, overflows, adds, removes, add_errors;
 } S = {
 	.ring_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -279,10 +282,17 @@ static void atfork_child(void)
 
 static void print_stats(void)
 {
-	fprintf(stderr, PRE "pid %d: polls %" PRIu64 " events %" PRIu64
+	/* The UCP in the process, if any (this library needs only UCS, UCM). */
+	void (*get_version)(unsigned *, unsigned *, unsigned *);
+	unsigned major = 0, minor = 0, release = 0;
+
+	*(void **)&get_version = dlsym(RTLD_DEFAULT, "ucp_get_version");
+	if (get_version != NULL)
+		get_version(&major, &minor, &release);
+	fprintf(stderr, PRE "pid %d: active %d, polls %" PRIu64 " events %" PRIu64
 		" overflows %" PRIu64 " regions %" PRIu64 " unregistered %" PRIu64
-		" refused %" PRIu64 "\n", (int)getpid(), S.polls, S.events,
-		S.overflows, S.adds, S.removes, S.add_errors);
+		" refused %" PRIu64 ", ucx %u.%u\n", (int)getpid(), S.active, S.polls,
+		S.events, S.overflows, S.adds, S.removes, S.add_errors, major, minor);
 }
 
 __attribute__((constructor)) static void source_init(void)
@@ -304,7 +314,7 @@ __attribute__((constructor)) static void source_init(void)
 	}
 	if (ucs_rcache_set_event_source == NULL) {
 		fprintf(stderr, PRE "this UCX has no ucs_rcache_set_event_source() "
-			"(build it with contrib/ucx/ucx-rcache-event-source.patch): "
+			"(build it with contrib/ucx/series): "
 			"doing nothing\n");
 		return;
 	}
@@ -322,6 +332,10 @@ __attribute__((constructor)) static void source_init(void)
 	}
 
 	memset(&src, 0, sizeof(src));
+	src.field_mask = UCS_RCACHE_EVENT_SOURCE_FIELD_COUNTER |
+			 UCS_RCACHE_EVENT_SOURCE_FIELD_POLL |
+			 UCS_RCACHE_EVENT_SOURCE_FIELD_REGION_ADD |
+			 UCS_RCACHE_EVENT_SOURCE_FIELD_REGION_REMOVE;
 	src.counter = (const volatile uint64_t *)&S.hdr->generation;
 	src.poll = source_poll;
 	src.region_add = source_region_add;
@@ -335,6 +349,7 @@ __attribute__((constructor)) static void source_init(void)
 	/* Only now: UCX's caches stay on with its hooks off, fed by us. */
 	ucm_set_external_event(UCM_EVENT_VM_UNMAPPED);
 	pthread_atfork(atfork_prepare, NULL, atfork_child);
+	S.active = 1;
 	return;
 
 err_unmap:
