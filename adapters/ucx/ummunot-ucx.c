@@ -732,7 +732,14 @@ static void start(void)
 	if (env_on("UMMUNOT_UCX_STATS"))
 		atexit(print_stats);
 	g.verbose = env_on("UMMUNOT_UCX_VERBOSE") || env_on("UMMUNOT_VERBOSE");
+	/* Only tests/ucx builds a copy without them (its fork test's negative
+	 * control, never installed). */
+#ifndef UMMUNOT_UCX_TEST_NO_FORK_HANDLERS
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+#else
+	(void)atfork_prepare;
+	(void)atfork_child;
+#endif
 	g.started = 1;
 }
 
