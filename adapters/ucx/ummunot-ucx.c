@@ -91,8 +91,9 @@
  * added here when its row in that table says "protected".
  */
 static const unsigned int tested_versions[] = {
-	UCX_VER(1, 13), UCX_VER(1, 16), UCX_VER(1, 17), UCX_VER(1, 18), UCX_VER(1, 19),
-	UCX_VER(1, 20), UCX_VER(1, 21), UCX_VER(1, 22), UCX_VER(1, 23),
+	UCX_VER(1, 13), UCX_VER(1, 14), UCX_VER(1, 15), UCX_VER(1, 16), UCX_VER(1, 17),
+	UCX_VER(1, 18), UCX_VER(1, 19), UCX_VER(1, 20), UCX_VER(1, 21), UCX_VER(1, 22),
+	UCX_VER(1, 23),
 };
 
 static enum ucx_layout layout_of(unsigned int v)
