@@ -27,38 +27,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ucx-abi.h"
+#include "fake-driver.h"
 
 #define THREADS 2
 #define HANG_MS 3000
 
-#define FAIL(...) do { printf("FAIL: " __VA_ARGS__); putchar('\n'); exit(1); } while (0)
-
-static ucx_status_t reg(void *ctx, struct ucx_rcache *rc, void *arg, struct ucx_pgt_region *r,
-			uint16_t flags)
-{
-	(void)ctx; (void)rc; (void)arg; (void)r; (void)flags;
-	return UCX_OK;
-}
-
-static void dereg(void *ctx, struct ucx_rcache *rc, struct ucx_pgt_region *r)
-{
-	(void)ctx; (void)rc; (void)r;
-}
-
-static void merge(void *ctx, struct ucx_rcache *rc, void *arg, struct ucx_pgt_region *r)
-{
-	(void)ctx; (void)rc; (void)arg; (void)r;
-}
-
-static void dump(void *ctx, struct ucx_rcache *rc, struct ucx_pgt_region *r, char *b, size_t n)
-{
-	(void)ctx; (void)rc; (void)r;
-	if (n)
-		b[0] = '\0';
-}
-
-static const struct ucx_ops_118 ops = { reg, dereg, merge, dump };
 
 static ucx_status_t (*create_fn)(const struct ucx_params_117 *, const char *, void *,
 				 struct ucx_rcache **);
@@ -74,13 +47,7 @@ static int one_cache(void *buf, size_t len)
 	struct ucx_params_117 p;
 	struct ucx_rcache *rc;
 
-	memset(&p, 0, sizeof(p));
-	p.region_struct_size = 64;
-	p.ucm_events = UCX_EVENT_VM_UNMAPPED;
-	p.ops = &ops;
-	p.max_regions = ULONG_MAX;
-	p.max_size = SIZE_MAX;
-	p.max_unreleased = SIZE_MAX;
+	fake_params(&p);
 	if (create_fn(&p, "fork", NULL, &rc) != UCX_OK)
 		return -1;
 	if (get_fn(rc, buf, len, 4096, 3, NULL, &r) != UCX_OK) {

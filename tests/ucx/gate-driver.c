@@ -16,36 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ucx-abi.h"
+#include "fake-driver.h"
 #include "ummunot-ucx.h"
 
-#define FAIL(...) do { printf("FAIL: " __VA_ARGS__); putchar('\n'); exit(1); } while (0)
-
-static ucx_status_t reg(void *ctx, struct ucx_rcache *rc, void *arg, struct ucx_pgt_region *r,
-			uint16_t flags)
-{
-	(void)ctx; (void)rc; (void)arg; (void)r; (void)flags;
-	return UCX_OK;
-}
-
-static void dereg(void *ctx, struct ucx_rcache *rc, struct ucx_pgt_region *r)
-{
-	(void)ctx; (void)rc; (void)r;
-}
-
-static void merge(void *ctx, struct ucx_rcache *rc, void *arg, struct ucx_pgt_region *r)
-{
-	(void)ctx; (void)rc; (void)arg; (void)r;
-}
-
-static void dump(void *ctx, struct ucx_rcache *rc, struct ucx_pgt_region *r, char *b, size_t n)
-{
-	(void)ctx; (void)rc; (void)r;
-	if (n)
-		b[0] = '\0';
-}
-
-static const struct ucx_ops_118 ops = { reg, dereg, merge, dump };
 
 int main(int argc, char **argv)
 {
@@ -70,13 +43,7 @@ int main(int argc, char **argv)
 	*(void **)&stats_fn = dlsym(RTLD_DEFAULT, "ummunot_ucx_stats");
 	if (!create || !destroy || !stats_fn)
 		FAIL("libummunot-ucx is not preloaded, or the fake UCX is incomplete");
-	memset(&p, 0, sizeof(p));
-	p.region_struct_size = 64;
-	p.ucm_events = UCX_EVENT_VM_UNMAPPED;
-	p.ops = &ops;
-	p.max_regions = ULONG_MAX;
-	p.max_size = SIZE_MAX;
-	p.max_unreleased = SIZE_MAX;
+	fake_params(&p);
 	if (create(&p, "gate", NULL, &rc) != UCX_OK)
 		FAIL("ucs_rcache_create failed");
 	destroy(rc);
