@@ -12,9 +12,9 @@
  *   hit-cost get N      N x (ucs_rcache_get + ucs_rcache_region_put), the
  *                       out-of-line hit
  *
- * Prints "MODE N NS_PER_HIT".  The cache is created the way UCP creates its
- * own (UCM_EVENT_VM_UNMAPPED), with the event declared external so that no
- * UCM hook is installed; registration is a no-op.
+ * Prints "MODE N NS_PER_HIT".  The cache is tests/ucx/noop-rcache.h's,
+ * listening to UCM_EVENT_VM_UNMAPPED as UCP's does, with the event declared
+ * external so that no UCM hook is installed; registration is a no-op.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -32,34 +32,10 @@
 #include <ucs/memory/rcache.h>
 #include <ucs/memory/rcache.inl>
 
+/* The cache every UCX figure of the project uses (tests/ucx). */
+#include "noop-rcache.h"
+
 #define LEN (64 * 1024)
-
-static ucs_status_t mem_reg(void *context, ucs_rcache_t *rcache, void *arg,
-			    ucs_rcache_region_t *region, uint16_t flags)
-{
-	(void)context, (void)rcache, (void)arg, (void)region, (void)flags;
-	return UCS_OK;
-}
-
-static void mem_dereg(void *context, ucs_rcache_t *rcache,
-		      ucs_rcache_region_t *region)
-{
-	(void)context, (void)rcache, (void)region;
-}
-
-static void dump_region(void *context, ucs_rcache_t *rcache,
-			ucs_rcache_region_t *region, char *buf, size_t max)
-{
-	(void)context, (void)rcache, (void)region;
-	if (max > 0)
-		buf[0] = '\0';
-}
-
-static const ucs_rcache_ops_t ops = {
-	.mem_reg = mem_reg,
-	.mem_dereg = mem_dereg,
-	.dump_region = dump_region,
-};
 
 static double now_ns(void)
 {
@@ -80,15 +56,14 @@ hit_loop(ucs_rcache_t *rcache, ucs_rcache_region_t *region, void *buf,
 
 	for (i = 0; i < n; i++) {
 		if (get) {
-			status = ucs_rcache_get(rcache, buf, LEN,
-						UCS_PGT_ADDR_ALIGN,
-						PROT_READ | PROT_WRITE, NULL, &r);
+			status = noop_rcache_get(rcache, buf, LEN,
+						 PROT_READ | PROT_WRITE, NULL, &r);
 			if (status != UCS_OK || r != region)
 				break;
 			ucs_rcache_region_put(rcache, r);
 		} else {
 			r = ucs_rcache_lookup_unsafe(rcache, buf, LEN,
-						     UCS_PGT_ADDR_ALIGN,
+						     UCS_RCACHE_MIN_ALIGNMENT,
 						     PROT_READ | PROT_WRITE);
 			if (r != region)
 				break;
@@ -102,7 +77,6 @@ hit_loop(ucs_rcache_t *rcache, ucs_rcache_region_t *region, void *buf,
 
 int main(int argc, char **argv)
 {
-	ucs_rcache_params_t params;
 	ucs_rcache_region_t *region;
 	ucs_rcache_t *rcache;
 	ucs_status_t status;
@@ -119,13 +93,7 @@ int main(int argc, char **argv)
 	n = strtoul(argv[2], NULL, 0);
 
 	ucm_set_external_event(UCM_EVENT_VM_UNMAPPED);
-	ucs_rcache_set_default_params(&params);
-	params.region_struct_size = sizeof(ucs_rcache_region_t);
-	params.ucm_events = UCM_EVENT_VM_UNMAPPED;
-	params.ucm_event_priority = 1000;
-	params.ops = &ops;
-	params.context = NULL;
-	status = ucs_rcache_create(&params, "hit-cost", NULL, &rcache);
+	status = noop_rcache_create("hit-cost", UCM_EVENT_VM_UNMAPPED, &rcache);
 	if (status != UCS_OK) {
 		fprintf(stderr, "ucs_rcache_create: %s\n", ucs_status_string(status));
 		return 1;
@@ -134,8 +102,8 @@ int main(int argc, char **argv)
 		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (buf == MAP_FAILED)
 		return 1;
-	status = ucs_rcache_get(rcache, buf, LEN, UCS_PGT_ADDR_ALIGN,
-				PROT_READ | PROT_WRITE, NULL, &region);
+	status = noop_rcache_get(rcache, buf, LEN, PROT_READ | PROT_WRITE, NULL,
+				 &region);
 	if (status != UCS_OK) {
 		fprintf(stderr, "ucs_rcache_get: %s\n", ucs_status_string(status));
 		return 1;
