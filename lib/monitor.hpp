@@ -72,7 +72,7 @@ public:
 
 	bool changed() const
 	{
-		return generation() != seen_gen_.load(std::memory_order_relaxed);
+		return generation() != seen_gen_.load(std::memory_order_acquire);
 	}
 
 	// Consume up to max pending events, calling fn(const ummunot_event &)
@@ -102,7 +102,11 @@ public:
 	ummunot_user_area *user_area() const { return user_area_; }
 
 	// Remember g as fully consumed (for changed()).
-	void mark_seen(std::uint64_t g) { seen_gen_.store(g, std::memory_order_relaxed); }
+	// Release: pairs with the acquire load of seen in changed() and
+	// ummunot_monitor_check_changed(), so a caller that sees the new seen
+	// also sees what the reader did before its read (see ring.rst, "The
+	// inline test").
+	void mark_seen(std::uint64_t g) { seen_gen_.store(g, std::memory_order_release); }
 
 	// True in a child process forked after this monitor was opened: its
 	// ring is not mapped there and its file belongs to the parent's mm.

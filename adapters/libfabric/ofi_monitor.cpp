@@ -8,11 +8,31 @@
 // unsubscribe() with its mm_lock held, so they never run concurrently with
 // each other; start() and stop() run under its mm_state_lock instead.  All
 // state lives under one mutex of ours (mu), which the slow paths take; the
-// fast path of valid() reads two words without it.  That is race-free
-// because every write that could turn a "valid" answer into "invalid"
-// (draining the ring, a fork, an overflow) happens in subscribe() or
-// valid(), i.e. under mm_lock as well, and stop() only runs when no cache
-// is left to ask valid().
+// fast path of valid() reads two words without it.  Lock order: mm_lock,
+// then mu; nothing of ours calls into libfabric with mu held.
+//
+// The evictor.  From start() to stop() a thread of ours waits on the
+// monitor's fd.  When events arrive it drains the ring (under mu), then,
+// with no lock held, tells libfabric which ranges changed
+// (import_ops->notify(), which takes mm_lock and drops every cache entry
+// overlapping the range: their pages are unpinned at once, not when they
+// are next looked up), and unregisters fired regions.  So the ioctls of
+// an invalidation run outside mm_lock; under it remain only subscribe()'s
+// REGISTER (a miss must be watched before it is cached) and a collection
+// when the kernel's table is full.  In a forked child the thread does not
+// exist: the drains of valid() and subscribe() do its work, as they do
+// when the thread could not be started.
+//
+// The fast path and the evictor.  valid() answers "valid" without mu when
+// the ring's generation equals the one the last complete read consumed up
+// to (seen) and no invalidated record is outstanding.  A drain outside
+// mm_lock could consume an event (seen moves) before it has marked the
+// range invalidated; so every drain first counts itself into the
+// invalidated word, then reads (the library stores seen with release at
+// the end of a read), and valid() loads the invalidated word after the
+// generation check (which loads seen with acquire): a valid() that sees
+// the new seen sees the drain's count, and takes the slow path, which
+// waits on mu for the drain to finish.
 //
 // Records.  Every subscribed range [addr, addr + len) has a record: live
 // (a ummunot region watches it) or invalidated (its region fired, or the
@@ -34,15 +54,17 @@
 // answered invalid by the slow path, which is exactly what a dropped
 // record said, so only the fast path is lost, not correctness.
 //
-// Fired regions are unregistered at once (a region reports once): the
-// kernel's table holds live records only.  libfabric 1.17 to 2.0 never
-// unsubscribe, so live records of ranges the cache evicted stay until
-// their memory changes; 2.1 unsubscribes every entry it drops from its
-// cache (evicted, purged as overlapping, found invalid) and a range whose
-// subscribe() failed (unknown here: a no-op).  When the kernel
-// refuses a new region (ENOSPC) every range is invalidated and the table
-// starts again from what the cache still uses (a "collection": one miss
-// per live cache entry).
+// Fired regions are unregistered soon (by the evictor, or at once when
+// there is none): the kernel's table holds live records only.  libfabric
+// 1.17 to 2.0 never unsubscribe, so live records of ranges the cache
+// evicted stay until their memory changes; 2.1 unsubscribes every entry it
+// drops from its cache (evicted, purged as overlapping, found invalid,
+// notified) and a range whose subscribe() failed (unknown here: a no-op).
+// A range notified to 1.17 to 2.0 is forgotten by the evictor once
+// notify() has returned (no cache entry overlaps it any more).  When the
+// kernel refuses a new region (ENOSPC) every range is invalidated and the
+// table starts again from what the cache still uses (a "collection": one
+// miss per live cache entry).
 
 #include <ummunot/ofi.h>
 #include <ummunot/ummunot.h>
@@ -50,6 +72,11 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_ext.h>
+
+#include <sys/eventfd.h>
+#include <poll.h>
+#include <pthread.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -109,13 +136,24 @@ struct state {
 	std::unordered_map<range_key, record, range_hash> by_range;
 	std::unordered_map<std::uint64_t, range_key> by_handle;	// live only
 	std::vector<std::uint64_t> unreg;	// fired regions to unregister
+	std::vector<range_key> dead;	// invalidated, libfabric not told yet
 
 	counter subscribes{0}, subscribe_errors{0}, unsubscribes{0};
 	counter valid_slow{0}, invalid{0}, events{0}, overflows{0};
-	counter forks{0}, collections{0};
+	counter forks{0}, collections{0}, notified{0};
 	// The fast path's second word stays non-zero for good: after a fork
 	// or after invalidated records were dropped.
 	bool untracked = false;
+	// A drain in progress (counted in the fast path's second word).
+	bool draining = false;
+
+	// The evictor (see "The evictor" above).  evictor_on: it runs, in
+	// this process (under mu; false in a forked child).
+	pthread_t evictor{};
+	bool evictor_on = false;
+	pid_t evictor_pid = 0;
+	int wake_fd = -1;			// eventfd: work or stop
+	std::atomic<bool> evictor_stop{false};
 };
 
 state *g_state;		// set once by a successful import, never freed
@@ -132,21 +170,37 @@ void warn(const char *fmt, int err)
 
 // --- under s->mu ------------------------------------------------------
 
+#ifndef UMMUNOT_OFI_TEST_NO_DRAIN_COUNT
+constexpr std::uint64_t drain_count = 1;
+#else
+constexpr std::uint64_t drain_count = 0;
+#endif
+
 // The invalidated records outstanding, as the fast path's word counts
-// them.
+// them (it also counts untracked and a drain in progress).
 std::uint64_t nr_invalidated(const state *s)
 {
-	return s->invalidated.load(std::memory_order_relaxed) - (s->untracked ? 1 : 0);
+	return s->invalidated.load(std::memory_order_relaxed) - (s->untracked ? 1 : 0) -
+	       (s->draining ? drain_count : 0);
 }
 
 // Too many invalidated records: drop them all and keep the fast path off.
+// Relative updates only: a drain's own count stays in the word.
 void drop_invalidated(state *s)
 {
+	std::uint64_t n = nr_invalidated(s);
+
 	for (auto it = s->by_range.begin(); it != s->by_range.end();)
 		it = it->second.live ? std::next(it) : s->by_range.erase(it);
-	s->untracked = true;
-	s->invalidated.store(1, std::memory_order_relaxed);
+	s->dead.clear();	// a range with no record is invalid anyway
+	if (!s->untracked) {
+		s->untracked = true;
+		s->invalidated.fetch_add(1, std::memory_order_relaxed);
+	}
+	s->invalidated.fetch_sub(n, std::memory_order_relaxed);
 }
+
+bool evictor_here(const state *s) { return s->evictor_on && s->evictor_pid == getpid(); }
 
 void invalidate(state *s, std::unordered_map<range_key, record, range_hash>::iterator it)
 {
@@ -156,6 +210,8 @@ void invalidate(state *s, std::unordered_map<range_key, record, range_hash>::ite
 	s->by_handle.erase(it->second.handle);
 	it->second.live = false;
 	s->invalidated.fetch_add(1, std::memory_order_relaxed);
+	if (evictor_here(s))
+		s->dead.push_back(it->first);
 }
 
 // After a batch of invalidate() calls (not inside one: they hold iterators).
@@ -207,12 +263,20 @@ void flush_unreg(state *s)
 }
 
 // Read every pending event; if the ring cannot be read, every range is
-// invalid.
-void drain(state *s)
+// invalid.  Fired regions are left in unreg (flush_unreg()) and the ranges
+// in dead for the evictor.
+void drain_events(state *s)
 {
 	ummunot_monitor *m = s->mon.load(std::memory_order_relaxed);
 	ummunot_event ev[64];
 
+	// Counted in the fast path's word before the read can move seen (see
+	// "The fast path and the evictor"): the library's store-release of
+	// seen orders this count before it.
+	s->draining = true;
+#ifndef UMMUNOT_OFI_TEST_NO_DRAIN_COUNT	// the negative control's build only
+	s->invalidated.fetch_add(1, std::memory_order_relaxed);
+#endif
 	for (;;) {
 		int n = ummunot_monitor_read(m, ev, 64);
 
@@ -242,8 +306,32 @@ void drain(state *s)
 		if (n < 64)
 			break;
 	}
-	if (!s->unreg.empty())
+#ifndef UMMUNOT_OFI_TEST_NO_DRAIN_COUNT
+	s->invalidated.fetch_sub(1, std::memory_order_relaxed);
+#endif
+	s->draining = false;
+}
+
+void wake_evictor(state *s)
+{
+	std::uint64_t one = 1;
+
+	if (write(s->wake_fd, &one, sizeof(one)) < 0) {
+		// EAGAIN: the counter is full, the evictor is awake anyway.
+	}
+}
+
+// A drain under libfabric's mm_lock (valid(), subscribe()): the evictor,
+// when there is one, unregisters and notifies outside that lock.
+void drain(state *s)
+{
+	drain_events(s);
+	if (evictor_here(s)) {
+		if (!s->dead.empty())
+			wake_evictor(s);
+	} else if (!s->unreg.empty()) {
 		flush_unreg(s);
+	}
 }
 
 // Publish m's inline check words (null if they cannot be had: the fast
@@ -271,6 +359,9 @@ int ensure_owner(state *s)
 		return 0;
 	if (m) {
 		bump(s->forks);
+		// The evictor was not forked with us.
+		s->evictor_on = false;
+		s->dead.clear();
 		// The inherited check words say "changed" here (fork):
 		// dropped, not freed (a hit may be reading them).
 		s->chk.store(nullptr, std::memory_order_relaxed);
@@ -300,14 +391,138 @@ int ensure_owner(state *s)
 
 // --- fi_ops_mem_monitor -----------------------------------------------
 
-int ofi_start(fid_mem_monitor *)
+// libfabric's notify(), if this libfabric gave us one.
+using notify_fn = void (*)(fid_mem_monitor *, const void *, std::size_t);
+
+notify_fn notifier(const state *s)
 {
-	return 0;	// the monitor was opened by the import
+	const fi_ops_mem_notify *ops = s->fid.import_ops;
+
+	if (!ops || ops->size < offsetof(fi_ops_mem_notify, notify) + sizeof(ops->notify))
+		return nullptr;
+	return ops->notify;
+}
+
+// The evictor's round: drain, unregister, then tell libfabric with no lock
+// held; a 1.17-2.0 range so notified is forgotten afterwards (2.1's
+// unsubscribe() has done it already).
+void evictor_round(state *s, notify_fn notify)
+{
+	std::vector<range_key> todo;
+	{
+		std::lock_guard<std::mutex> g(s->mu);
+
+		if (!evictor_here(s))
+			return;
+		drain_events(s);
+		if (!s->unreg.empty())
+			flush_unreg(s);
+		todo.swap(s->dead);
+	}
+	if (todo.empty())
+		return;
+	if (notify) {
+		for (const range_key &k : todo)
+			notify(&s->fid, reinterpret_cast<const void *>(k.addr), k.len);
+		bump(s->notified, todo.size());
+	}
+	std::lock_guard<std::mutex> g(s->mu);
+	if (!notify || !evictor_here(s))
+		return;
+	for (const range_key &k : todo) {
+		auto it = s->by_range.find(k);
+		if (it != s->by_range.end() && !it->second.live)
+			forget(s, it);
+	}
+	if (!s->unreg.empty())
+		flush_unreg(s);
+}
+
+void *evictor_main(void *arg)
+{
+	state *s = static_cast<state *>(arg);
+	notify_fn notify = notifier(s);
+	int fd;
+	{
+		std::lock_guard<std::mutex> g(s->mu);
+		fd = ummunot_monitor_fd(s->mon.load(std::memory_order_relaxed));
+	}
+	pollfd p[2] = {{fd, POLLIN, 0}, {s->wake_fd, POLLIN, 0}};
+
+	while (!s->evictor_stop.load(std::memory_order_acquire)) {
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			warn("the evictor's poll failed: %s; it stops", errno);
+			break;
+		}
+		if (p[1].revents & POLLIN) {
+			std::uint64_t v;
+			if (read(s->wake_fd, &v, sizeof(v)) < 0) {
+				// EAGAIN: another round emptied it.
+			}
+		}
+		if (p[0].revents & (POLLERR | POLLNVAL)) {
+			// Not ours any more (cannot happen in the owner):
+			// the locked paths go on without the evictor.
+			warn("the monitor's fd reported an error: %s; the evictor stops", EIO);
+			break;
+		}
+		evictor_round(s, notify);
+	}
+	std::lock_guard<std::mutex> g(s->mu);
+	if (!s->evictor_stop.load(std::memory_order_relaxed))
+		s->evictor_on = false;	// gave up: the locked paths flush
+	return nullptr;
+}
+
+// Under libfabric's mm_state_lock, when the first cache starts using us.
+int ofi_start(fid_mem_monitor *fm)
+{
+	state *s = of(fm);
+	std::lock_guard<std::mutex> g(s->mu);
+
+	if (evictor_here(s) || s->wake_fd < 0 || ensure_owner(s) < 0 ||
+	    ummunot_monitor_fd(s->mon.load(std::memory_order_relaxed)) < 0)
+		return 0;	// no evictor: the locked paths do its work
+	s->evictor_stop.store(false, std::memory_order_relaxed);
+	int r = pthread_create(&s->evictor, nullptr, evictor_main, s);
+	if (r) {
+		warn("cannot start the evictor thread: %s; invalidated registrations "
+		     "leave libfabric's cache when next looked up", r);
+		return 0;
+	}
+	s->evictor_on = true;
+	s->evictor_pid = getpid();
+	return 0;
+}
+
+// Stops the evictor (not under mu: it may be waiting for it).
+void stop_evictor(state *s)
+{
+	{
+		std::lock_guard<std::mutex> g(s->mu);
+		if (s->evictor_pid != getpid() || !s->evictor_on) {
+			// None, or the parent's (not forked with us).
+			s->evictor_on = false;
+			s->evictor_pid = 0;
+			return;
+		}
+		s->evictor_stop.store(true, std::memory_order_release);
+	}
+	wake_evictor(s);
+	pthread_join(s->evictor, nullptr);
+	std::lock_guard<std::mutex> g(s->mu);
+	s->evictor_on = false;
+	s->evictor_pid = 0;
+	s->dead.clear();
 }
 
 void ofi_stop(fid_mem_monitor *fm)
 {
 	state *s = of(fm);
+
+	stop_evictor(s);
 	std::lock_guard<std::mutex> g(s->mu);
 
 	// No cache is left: nothing will ask about these ranges again.
@@ -388,7 +603,9 @@ void ofi_unsubscribe(fid_mem_monitor *fm, const void *addr, std::size_t len)
 	if (it == s->by_range.end())
 		return;
 	forget(s, it);
-	if (!s->unreg.empty())
+	// Under mm_lock: the evictor unregisters it with its next round (an
+	// event of the region before that is one nobody matches).
+	if (!s->unreg.empty() && !evictor_here(s))
 		flush_unreg(s);
 }
 
@@ -417,16 +634,16 @@ bool ofi_valid(fid_mem_monitor *fm, const void *addr, std::size_t len)
 {
 	state *s = of(fm);
 
-	if (s->invalidated.load(std::memory_order_relaxed) == 0) {
-		// acquire: pairs with the release store in publish_check().
-		const ummunot_monitor_check *c = s->chk.load(std::memory_order_acquire);
-		// Inline, no call: the fork check, then the acquire load (F)
-		// of the ring's generation (pairs with the kernel's (E))
-		// against the one the last complete read consumed up to;
-		// 0: no event since the last read.
-		if (c && ummunot_monitor_check_changed(c) == 0)
-			return true;
-	}
+	// acquire: pairs with the release store in publish_check().
+	const ummunot_monitor_check *c = s->chk.load(std::memory_order_acquire);
+	// Inline, no call: the fork check, then the acquire load (F) of the
+	// ring's generation (pairs with the kernel's (E)) against the one the
+	// last complete read consumed up to; 0: no event since the last read.
+	// Then no invalidated record and no drain: seen was loaded with
+	// acquire, so a seen moved by a drain comes with the drain's count.
+	if (c && ummunot_monitor_check_changed(c) == 0 &&
+	    s->invalidated.load(std::memory_order_relaxed) == 0)
+		return true;
 	return ofi_valid_slow(s, addr, len);
 }
 
@@ -479,6 +696,8 @@ state *make_state(ummunot_monitor *m)
 		return nullptr;
 	s->mon.store(m, std::memory_order_relaxed);
 	publish_check(s, m);
+	// Without it there is no evictor (start() checks).
+	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	s->ops.size = sizeof(s->ops);
 	s->ops.start = ofi_start;
 	s->ops.stop = ofi_stop;
@@ -505,6 +724,7 @@ int fill_stats(state *s, struct ummunot_ofi_stats *stats, size_t size)
 	v.overflows = ld(s->overflows);
 	v.forks = ld(s->forks);
 	v.collections = ld(s->collections);
+	v.notified = ld(s->notified);
 	{
 		std::lock_guard<std::mutex> g(s->mu);
 		v.regions = s->by_handle.size();
@@ -533,6 +753,9 @@ fid_mem_monitor *ummunot_ofi_test_monitor(ummunot_monitor *m)
 void ummunot_ofi_test_free(fid_mem_monitor *fm)
 {
 	state *s = of(fm);
+	stop_evictor(s);
+	if (s->wake_fd >= 0)
+		close(s->wake_fd);
 	ummunot_monitor_close(s->mon.load(std::memory_order_relaxed));
 	delete s->chk.load(std::memory_order_relaxed);
 	delete s;
@@ -541,6 +764,16 @@ void ummunot_ofi_test_free(fid_mem_monitor *fm)
 int ummunot_ofi_test_stats(fid_mem_monitor *fm, struct ummunot_ofi_stats *stats)
 {
 	return fill_stats(of(fm), stats, sizeof(*stats));
+}
+
+// What the evictor does with the ring, outside libfabric's lock.
+void ummunot_ofi_test_drain(fid_mem_monitor *fm)
+{
+	state *s = of(fm);
+	std::lock_guard<std::mutex> g(s->mu);
+	drain_events(s);
+	if (!s->unreg.empty())
+		flush_unreg(s);
 }
 #endif
 
@@ -570,6 +803,8 @@ int ummunot_ofi_import(unsigned int flags)
 
 	int r = fi_import(FI_VERSION(1, 13), "mr_cache", nullptr, 0, 0, &s->fid.fid, s);
 	if (r != 0) {
+		if (s->wake_fd >= 0)
+			close(s->wake_fd);
 		delete s->chk.load(std::memory_order_relaxed);
 		ummunot_monitor_close(m);
 		delete s;

@@ -27,8 +27,12 @@
  *                         inherited cache entry is invalid there, and the
  *                         child opens its own ummunot monitor.
  *
- * It never calls libfabric's notify (which takes the lock valid() runs
- * under); invalidated registrations leave libfabric's cache when they are
+ * While a cache uses it, a thread of its own waits on the ring, and for
+ * every range that changed calls libfabric's notify() (outside libfabric's
+ * lock and its own), so invalidated registrations leave libfabric's cache
+ * and are unpinned at once; it also unregisters fired regions, so that no
+ * ioctl but subscribe()'s runs under libfabric's lock.  In a forked child
+ * there is no such thread: invalidated registrations leave the cache when
  * next looked up or evicted.
  *
  * Activation: call ummunot_ofi_import() before the first fi_domain(), or
@@ -78,6 +82,8 @@ struct ummunot_ofi_stats {
 					   invalidated to rebuild it */
 	uint64_t regions;		/* ranges watched now */
 	uint64_t invalidated;		/* invalidated ranges not yet forgotten */
+	uint64_t notified;		/* ranges the evictor thread reported
+					   to libfabric (notify()) */
 };
 
 /*

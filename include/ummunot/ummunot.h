@@ -379,11 +379,15 @@ ummunot_monitor_check_changed(const struct ummunot_monitor_check *check)
 	/*
 	 * seen first: in a forked child the library's fork handler has set
 	 * it to UMMUNOT_CHECK_FORKED, and the ring (not mapped there: the
-	 * kernel sets VM_DONTCOPY) is never dereferenced.  Relaxed, as in
-	 * ummunot_monitor_changed(): seen and generation only grow, so a
-	 * seen older than the generation loaded next reads as "changed".
+	 * kernel sets VM_DONTCOPY) is never dereferenced.  seen and
+	 * generation only grow, so a seen older than the generation loaded
+	 * next reads as "changed".  Acquire: pairs with the
+	 * library's store-release of seen at the end of a read, so a caller
+	 * that sees the new seen also sees what the reading thread did before
+	 * that ummunot_monitor_read() (e.g. a count of ranges it is about to
+	 * invalidate).
 	 */
-	uint64_t seen = __atomic_load_n(check->seen, __ATOMIC_RELAXED);
+	uint64_t seen = __atomic_load_n(check->seen, __ATOMIC_ACQUIRE);
 
 	if (seen == UMMUNOT_CHECK_FORKED)
 		return 1;

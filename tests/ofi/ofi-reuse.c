@@ -37,6 +37,9 @@
  *
  * --require overflow|collection: the adapter must have handled at least one
  * ring overflow / region-table collection (else the case tested nothing).
+ * --require notify: the adapter's evictor thread must have reported every
+ * range that changed to libfabric (notify(), within 5 s of the last
+ * transfer): at least --burst ranges, or one without --burst.
  *
  * --monitor chooses what feeds the cache:
  *   ummunot   ummunot_ofi_import() before fi_domain() (libummunot-ofi)
@@ -368,8 +371,8 @@ int main(int argc, char **argv)
 				die("--fork takes 0 or 1, got '%s'", v);
 			fork_each = v[0] == '1';
 		} else if (!strcmp(o, "--require")) {
-			if (strcmp(v, "overflow") && strcmp(v, "collection"))
-				die("--require takes overflow or collection, got '%s'", v);
+			if (strcmp(v, "overflow") && strcmp(v, "collection") && strcmp(v, "notify"))
+				die("--require takes overflow, collection or notify, got '%s'", v);
 			require = v;
 		} else if (!strcmp(o, "--size") || !strcmp(o, "--iters") ||
 			   !strcmp(o, "--burst") || !strcmp(o, "--max-regions")) {
@@ -564,13 +567,33 @@ int main(int argc, char **argv)
 	struct ummunot_ofi_stats st;
 
 	if (mon == MON_UMMUNOT || mon == MON_PRELOAD) {
+		uint64_t want_notified = burst ? burst : 1;
+
 		if (ummunot_ofi_stats(&st, sizeof(st)) < 0)
 			die("ummunot_ofi_stats failed");
+		/* The evictor works on its own: give it time to catch up. */
+		for (int t = 0; require && !strcmp(require, "notify") &&
+				st.notified < want_notified && t < 500; t++) {
+			usleep(10000);
+			if (ummunot_ofi_stats(&st, sizeof(st)) < 0)
+				die("ummunot_ofi_stats failed");
+		}
 		printf("ofi-reuse: adapter: subscribes %" PRIu64 " (refused %" PRIu64 "), valid() slow %"
 		       PRIu64 ", invalid %" PRIu64 ", events %" PRIu64 ", overflows %" PRIu64
-		       ", collections %" PRIu64 ", regions %" PRIu64 "\n",
+		       ", collections %" PRIu64 ", regions %" PRIu64 ", notified %" PRIu64 "\n",
 		       st.subscribes, st.subscribe_errors, st.valid_slow, st.invalid, st.events,
-		       st.overflows, st.collections, st.regions);
+		       st.overflows, st.collections, st.regions, st.notified);
+		/* The adapter must have been asked: otherwise "clean" would
+		 * prove nothing (e.g. a cache that is off). */
+		if (st.subscribes == 0) {
+			printf("ofi-reuse: FAIL: libfabric never subscribed a range: its MR cache is not in use\n");
+			status = 1;
+		}
+		if (require && !strcmp(require, "notify") && st.notified < want_notified) {
+			printf("ofi-reuse: FAIL: --require notify: %" PRIu64 " ranges reported to libfabric, "
+			       "expected at least %" PRIu64 "\n", st.notified, want_notified);
+			status = 1;
+		}
 		if (require && !strcmp(require, "overflow") && !st.overflows) {
 			printf("ofi-reuse: FAIL: --require overflow: the ring never overflowed "
 			       "(UMMUNOT_OFI_RING_ENTRIES below --burst?)\n");
@@ -583,12 +606,6 @@ int main(int argc, char **argv)
 		}
 	} else if (require) {
 		die("--require needs --monitor ummunot or preload");
-		/* The adapter must have been asked: otherwise "clean" would
-		 * prove nothing (e.g. a cache that is off). */
-		if (st.subscribes == 0) {
-			printf("ofi-reuse: FAIL: libfabric never subscribed a range: its MR cache is not in use\n");
-			status = 1;
-		}
 	}
 
 	for (int i = 0; i < 2; i++) {

@@ -6,6 +6,9 @@
 // entry evicted from libfabric's LRU just goes).
 #include "catch.hpp"
 
+#include <atomic>
+#include <thread>
+
 #include <rdma/fi_ext.h>
 
 #include <ummunot/ofi.h>
@@ -15,6 +18,7 @@
 fid_mem_monitor *ummunot_ofi_test_monitor(ummunot_monitor *m);
 int ummunot_ofi_test_stats(fid_mem_monitor *fm, struct ummunot_ofi_stats *stats);
 void ummunot_ofi_test_free(fid_mem_monitor *fm);
+void ummunot_ofi_test_drain(fid_mem_monitor *fm);
 
 using namespace test;
 
@@ -86,4 +90,65 @@ TEST_CASE("ofi: ranges evicted silently, then freed, leave a bounded number of r
 	// And a change to it is seen.
 	o.fake->invalidate(keep, keep + PAGE, UMMUNOT_EVENT_UNMAP);
 	CHECK_FALSE(o.valid(keep, PAGE));
+}
+
+// The evictor drains the ring on its own thread, outside libfabric's lock,
+// while valid() runs on another: a valid() that comes between the drain's
+// read (which moves the library's "seen" word) and its marking the range
+// invalidated must still not answer "valid".  Each round: a range is
+// subscribed and changed (the event is in the ring), then one thread drains
+// while this one calls valid() after a varying delay, until the drain is
+// over; every answer must be "invalid".  The negative control
+// (test_ofi_monitor_unguarded: a drain does not count itself) must get a
+// "valid" within the rounds.
+TEST_CASE("ofi: valid() during a drain on another thread never says valid", "[ofi][race]")
+{
+	ofi o;
+#ifdef UMMUNOT_OFI_TEST_NO_DRAIN_COUNT
+	constexpr bool control = true;
+#else
+	constexpr bool control = false;
+#endif
+	// The control stops at its first wrong answer; a correct build runs
+	// them all.
+	constexpr int rounds = control ? 400000 : 20000;
+	int wrong = 0, raced = 0;
+
+	for (int i = 0; i < rounds && !(control && wrong); i++) {
+		std::uint64_t a = BASE + 2 * PAGE * (i % 64);
+		REQUIRE(o.subscribe(a, PAGE) == 0);
+		o.fake->invalidate(a, a + PAGE, UMMUNOT_EVENT_UNMAP);
+
+		std::atomic<bool> go{false}, done{false};
+		std::thread drainer([&] {
+			while (!go.load(std::memory_order_acquire)) {
+			}
+			ummunot_ofi_test_drain(o.fm);
+			done.store(true, std::memory_order_release);
+		});
+		go.store(true, std::memory_order_release);
+		// Land anywhere in the drain: from before it to after it.
+		std::atomic<int> spin{0};
+		while (spin.fetch_add(1, std::memory_order_relaxed) < (i * 37) % 1500) {
+		}
+		// Until the first "invalid" (libfabric then drops the entry and
+		// never asks about it again), every answer must be "invalid".
+		bool during = false, answered = false;
+		do {
+			during |= !done.load(std::memory_order_acquire);
+			if (!o.valid(a, PAGE))
+				answered = true;
+			else
+				wrong++;
+		} while (!answered && !done.load(std::memory_order_acquire));
+		drainer.join();
+		if (!answered && o.valid(a, PAGE))
+			wrong++;
+		raced += during;
+	}
+	INFO("rounds with valid() during the drain: " << raced << ", answered valid: " << wrong);
+	if (control)
+		CHECK(wrong > 0);
+	else
+		CHECK(wrong == 0);
 }

@@ -5,8 +5,8 @@
 # native ummunot monitor, no preload, Open MPI's patcher off: every way of
 # reusing an address must come out right, and the monitor must have started
 # in both ranks.  The negative control imports a monitor that is never told
-# anything (tests/ofi/null-monitor-preload.c) into the same libfabric: the
-# transfers must go wrong.  Run in the guest, from the repository root:
+# anything (tests/ofi/null-monitor-preload.c, built against PREFIX by
+# scripts/ofi-matrix) into the same libfabric: the transfers must go wrong.  Run in the guest, from the repository root:
 #
 #   scripts/vm run --kernel 6.12 --userspace 13 --out ~/.cache/ummunot-ofi -- \
 #       sh contrib/libfabric/tests/ompi-native.sh \
@@ -14,7 +14,8 @@
 #
 # PREFIX: the patched libfabric (scripts/ofi-matrix build v2.1.0+series);
 # BUILD: this tree's build directory for the guest's userspace (its
-# tests/mpi/stale-buffer and tests/ofi/libnull-monitor-preload.so).
+# tests/mpi/stale-buffer).  scripts/ofi-matrix runs this script in its guest
+# when MPI_BUILD is set.
 # Exit status 0 iff both cases met their expectation.
 set -u
 prefix=$1 build=$2
@@ -50,7 +51,7 @@ job() {	# NAME EXPECT MPIRUN-ARG...
 }
 
 job native clean -x FI_MR_CACHE_MONITOR=ummunot
-job null-monitor stale -x LD_PRELOAD="$build/tests/ofi/libnull-monitor-preload.so"
+job null-monitor stale -x LD_PRELOAD="$prefix/lib/libnull-monitor-preload.so"
 rm -f "$out"
 if dmesg | grep -E 'BUG|WARNING|Oops|lockdep'; then
 	failures=$((failures + 1))
