@@ -24,20 +24,27 @@ constexpr std::uint64_t default_max_entries = 65536;
 } // namespace
 
 // A writer section: mu_ held, end_writer() run on the way out, whichever
-// way that is.
+// way that is; then, with mu_ released, the grace period of whatever
+// end_writer() detached for freeing.
 class ummunot_cache::writer {
 public:
 	explicit writer(ummunot_cache &c, bool force_reclaim = false)
-		: c_(c), g_(c.mu_), force_(force_reclaim)
+		: c_(c), l_(c.mu_), force_(force_reclaim)
 	{
 	}
-	~writer() { c_.end_writer(force_); }
+	~writer()
+	{
+		entries::reclaim_batch b = c_.end_writer(force_);
+		l_.unlock();
+		if (b)
+			c_.reclaim(b);
+	}
 	writer(const writer &) = delete;
 	writer &operator=(const writer &) = delete;
 
 private:
 	ummunot_cache &c_;
-	std::lock_guard<std::mutex> g_;
+	std::unique_lock<std::mutex> l_;
 	bool force_;
 };
 
@@ -310,14 +317,26 @@ int ummunot_cache::check_invariants()
 /* ------------------------------------------ the end of a writer section */
 
 // In this order: the index changes become visible to hits and the module
-// forgets the regions of dead entries (entries::settle()); what was
-// retired is freed if a grace period is due; the counters go to the user
-// area.  Every writer section ends here (class writer).
-void ummunot_cache::end_writer(bool force_reclaim)
+// forgets the regions of dead entries (entries::settle()); the counters go
+// to the user area; what was retired is detached for freeing if a grace
+// period is due.  Every writer section ends here (class writer).
+entries::reclaim_batch ummunot_cache::end_writer(bool force_reclaim)
 {
 	entries_.settle();
-	entries_.reclaim(force_reclaim);
 	export_counters();
+	return entries_.take_reclaim(force_reclaim);
+}
+
+// Without mu_: an application thread inside its own liburcu-bp read
+// section may be waiting for mu_, and the grace period waits for it.  Only
+// this thread waits; others' writer sections go on (and detach no batch of
+// their own meanwhile).  Not inside the caller's own read section
+// (rcu_try_synchronize()): then the batch goes back for a later call.
+void ummunot_cache::reclaim(entries::reclaim_batch &b)
+{
+	bool done = rcu_try_synchronize();
+	std::lock_guard<std::mutex> g(mu_);
+	entries_.finish_reclaim(b, done);
 }
 
 // Copy the counters into the ring's user area (include/ummunot/user_area.h),

@@ -73,7 +73,11 @@ private:
 		      const ummunot_cache_config &cfg, ummunot_budget &budget,
 		      std::uint64_t max_entries, std::uint64_t page);
 
-	void end_writer(bool force_reclaim);
+	// The end of a writer section, under mu_; returns what is due for
+	// freeing after a grace period, which ~writer() waits for after
+	// releasing mu_ (reclaim()).
+	ummunot::detail::entries::reclaim_batch end_writer(bool force_reclaim);
+	void reclaim(ummunot::detail::entries::reclaim_batch &b);
 	void export_counters();
 
 	// The miss (cache_miss.cpp).

@@ -329,26 +329,49 @@ std::size_t entries::reclaim_threshold() const
 	return std::max(reclaim_min_bytes, (index_.bytes() + nr_linked_ * entry_bytes()) / 2);
 }
 
-void entries::reclaim(bool force)
+entries::reclaim_batch entries::take_reclaim(bool force)
 {
+	reclaim_batch b;
 	std::size_t retired = index_.retired_bytes() + retired_bytes_;
-	if (!retired || (!force && retired < reclaim_threshold()))
-		return;
+	if (!retired || (!force && (batches_out_ || retired < reclaim_threshold())))
+		return b;
 	// Every reader that could still hold a retired node or entry was
 	// inside a read-side critical section that began before they were
-	// unpublished; wait for those to finish.  Not inside the caller's own
-	// liburcu-bp read-side critical section: then a later call frees them.
-	if (!rcu_try_synchronize())
-		return;
-	for (entry *e = retired_; e;) {
-		entry *n = e->next;
-		free_entry(e);
-		e = n;
-	}
-	// Forced (flush): the spare nodes go too.
-	index_.free_retired(force);
+	// unpublished; the caller waits for those to finish, without the
+	// lock.
+	b.entries = retired_;
+	b.entry_bytes = retired_bytes_;
+	b.nodes = index_.take_retired();
+	b.force = force;
 	retired_ = nullptr;
 	retired_bytes_ = 0;
+	batches_out_++;
+	return b;
+}
+
+void entries::finish_reclaim(reclaim_batch &b, bool done)
+{
+	batches_out_--;
+	if (!done) {
+		// The caller is inside its own read-side critical section:
+		// a later writer section frees them.
+		while (entry *e = b.entries) {
+			b.entries = e->next;
+			e->next = retired_;
+			retired_ = e;
+		}
+		retired_bytes_ += b.entry_bytes;
+		index_.untake_retired(b.nodes);
+		b = {};
+		return;
+	}
+	while (entry *e = b.entries) {
+		b.entries = e->next;
+		free_entry(e);
+	}
+	// Forced (flush): the spare nodes go too.
+	index_.free_retired(b.nodes, b.force);
+	b = {};
 }
 
 // Everything goes.  No reader can be inside the index (destroy must not

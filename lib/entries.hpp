@@ -224,8 +224,23 @@ public:
 	// writer section ends with it (ummunot_cache::writer).
 	void settle();
 	// Free what was retired, after a grace period, when enough has piled
-	// up (force: anything at all, and the index's spare nodes).
-	void reclaim(bool force);
+	// up (force: anything at all, and the index's spare nodes).  In two
+	// steps, so that the grace period is waited for without the writer's
+	// lock (an application thread inside its own liburcu-bp read section
+	// may be waiting for that lock): take_reclaim() detaches what is due
+	// (nothing while another thread's batch is out, unless forced);
+	// finish_reclaim(), under the lock again, frees it after a grace
+	// period (done) or puts it back (not done: the caller was inside a
+	// read section).
+	struct reclaim_batch {
+		entry *entries = nullptr;
+		std::size_t entry_bytes = 0;
+		range_index::retired_batch nodes;
+		bool force = false;
+		explicit operator bool() const { return entries || nodes.list; }
+	};
+	reclaim_batch take_reclaim(bool force);
+	void finish_reclaim(reclaim_batch &b, bool done);
 	// Destruction: everything goes (deregister: the backend's too).
 	void free_all(bool deregister);
 
@@ -271,6 +286,7 @@ private:
 	std::size_t nr_unreg_ = 0;
 	entry *retired_ = nullptr;
 	std::size_t retired_bytes_ = 0;
+	unsigned int batches_out_ = 0;		// taken, not finished
 	std::uint64_t next_cookie_ = 1;
 	counts counts_;
 };

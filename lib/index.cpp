@@ -365,7 +365,25 @@ void range_index::publish()
 	dirty_ = false;
 }
 
-void range_index::free_retired(bool trim)
+range_index::retired_batch range_index::take_retired()
+{
+	retired_batch b{retired_, retired_nodes_};
+	retired_ = nullptr;
+	retired_nodes_ = 0;
+	return b;
+}
+
+void range_index::untake_retired(retired_batch b)
+{
+	while (node *n = b.list) {
+		b.list = n->link;
+		n->link = retired_;
+		retired_ = n;
+		retired_nodes_++;
+	}
+}
+
+void range_index::free_retired(retired_batch b, bool trim)
 {
 	// Retired nodes become spare ones, up to as many as the tree has (a
 	// cache that keeps missing then calls malloc for almost no node, and
@@ -374,18 +392,16 @@ void range_index::free_retired(bool trim)
 	// than one reclaim batch, so transient memory stays under twice the
 	// steady one.  trim: keep only what one more update needs.
 	std::size_t keep = 2 * std::size_t(height()) + 4 + (trim ? 0 : nodes_);
-	while (retired_) {
-		node *n = retired_->link;
+	while (node *nd = b.list) {
+		b.list = nd->link;
 		if (nr_spare_ < keep) {
-			retired_->link = spare_;
-			spare_ = retired_;
+			nd->link = spare_;
+			spare_ = nd;
 			nr_spare_++;
 		} else {
-			free_node(retired_);
+			free_node(nd);
 		}
-		retired_ = n;
 	}
-	retired_nodes_ = 0;
 	while (nr_spare_ > keep) {
 		node *n = spare_->link;
 		free_node(spare_);

@@ -143,9 +143,19 @@ public:
 	void publish();
 	// The bytes retired by publish() and not yet freed.
 	std::size_t retired_bytes() const { return retired_nodes_ * sizeof(node); }
-	// After a grace period that began after the last publish(): free
-	// them (or keep them as spares; trim: keep only a few).
-	void free_retired(bool trim = false);
+	// The retired nodes, detached so that a grace period can be waited
+	// for without the writer's lock; after it (under the lock again)
+	// free_retired() frees them or keeps them as spares (trim: keep only
+	// a few); without one, untake_retired() puts them back.
+	struct retired_batch {
+		node *list = nullptr;
+		std::size_t nodes = 0;
+	};
+	retired_batch take_retired();
+	void free_retired(retired_batch b, bool trim);
+	void untake_retired(retired_batch b);
+	// Both steps at once (a grace period has passed already).
+	void free_retired(bool trim = false) { free_retired(take_retired(), trim); }
 
 	// Writer: the number of entries, the bytes of the working tree.
 	std::size_t size() const { return size_; }

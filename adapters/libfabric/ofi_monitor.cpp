@@ -157,6 +157,10 @@ struct state {
 };
 
 state *g_state;		// set once by a successful import, never freed
+
+#ifdef UMMUNOT_OFI_TEST
+void (*test_after_read)();	// ummunot_ofi_test_set_after_read()
+#endif
 std::mutex g_import_mu;
 
 state *of(fid_mem_monitor *m) { return reinterpret_cast<state *>(m); }
@@ -296,6 +300,11 @@ void drain_events(state *s)
 			break;
 		}
 		bump(s->events, static_cast<std::uint64_t>(n));
+#ifdef UMMUNOT_OFI_TEST
+		// Tests: the window between consuming events and marking them.
+		if (n > 0 && test_after_read)
+			test_after_read();
+#endif
 		for (int i = 0; i < n; i++) {
 			auto h = s->by_handle.find(ev[i].handle);
 			if (h == s->by_handle.end())
@@ -764,6 +773,11 @@ void ummunot_ofi_test_free(fid_mem_monitor *fm)
 int ummunot_ofi_test_stats(fid_mem_monitor *fm, struct ummunot_ofi_stats *stats)
 {
 	return fill_stats(of(fm), stats, sizeof(*stats));
+}
+
+void ummunot_ofi_test_set_after_read(void (*fn)())
+{
+	test_after_read = fn;
 }
 
 // What the evictor does with the ring, outside libfabric's lock.

@@ -24,8 +24,9 @@
  * the library's RCU (liburcu-bp) does not interfere with an application
  * or another library using liburcu itself.  One using liburcu-bp too shares
  * its grace periods and may call any function inside its own read-side
- * critical section: the library then waits for no grace period (it frees
- * at a later call; Documentation/library.rst, "RCU: liburcu-bp").
+ * critical section, from any thread: the library waits for no grace period
+ * in such a thread (it frees at a later call) nor while holding a lock
+ * (Documentation/library.rst, "RCU: liburcu-bp").
  *
  * fork(): monitors and caches belong to the address space that created
  * them.  In a child process every call on one inherited from the parent returns
