@@ -199,11 +199,13 @@ int ummunot_cache::put(const ummunot_reg *reg)
 		return -EINVAL;
 	// What can be refused from struct ummunot_reg alone, before reading
 	// past it: a registration is an allocation of its own (aligned as
-	// operator new aligns) and names a non-empty page-aligned range with
-	// resv 0.  Anything else that passes (a copy of a registration, freed
-	// memory) is undefined: we read owner below (ummunot_cache_put(3)).
+	// operator new aligns), names a non-empty page-aligned range, and its
+	// resv is the check of its own address (reg_tag(): a copy elsewhere
+	// fails it).  Anything else that passes (freed memory) is undefined:
+	// we read owner below (ummunot_cache_put(3)).
 	if (reinterpret_cast<std::uintptr_t>(reg) % __STDCPP_DEFAULT_NEW_ALIGNMENT__ ||
-	    !reg->length || ((reg->addr | reg->length) & (page_ - 1)) || reg->resv)
+	    !reg->length || ((reg->addr | reg->length) & (page_ - 1)) ||
+	    reg->resv != reg_tag(reg))
 		return -EINVAL;
 	// pub is the first member of the standard-layout entry.
 	entry *e = reinterpret_cast<entry *>(const_cast<ummunot_reg *>(reg));

@@ -57,6 +57,7 @@ entry *entries::make()
 	if (!mem)
 		return nullptr;
 	auto *e = new (mem) entry;
+	e->pub.resv = reg_tag(&e->pub);
 	e->owner = owner_;
 	if (priv_size_)
 		std::memset(static_cast<unsigned char *>(mem) + entry_priv_offset, 0, priv_size_);

@@ -40,6 +40,17 @@ struct ummunot_monitor;
 
 namespace ummunot::detail {
 
+// struct ummunot_reg's resv word in a registration: a check of the
+// struct's own address (never 0), so that put() tells a registration from a
+// copy of it elsewhere, or from memory that holds none, without reading
+// past struct ummunot_reg.  A copy passes only if its address hashes to the
+// same 32 bits (2^-32).
+inline std::uint32_t reg_tag(const ummunot_reg *r)
+{
+	std::uint64_t x = reinterpret_cast<std::uintptr_t>(r) * 0x9e3779b97f4a7c15ull;
+	return static_cast<std::uint32_t>(x >> 32) | 1;
+}
+
 struct entry {
 	ummunot_reg pub{};			// handed out; must stay first
 	std::atomic<std::uint64_t> refs{0};	// users | REFERENCED | DEAD

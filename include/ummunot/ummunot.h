@@ -159,7 +159,9 @@ struct ummunot_reg {
 	uint32_t lkey;
 	uint32_t rkey;
 	int access;		/* IBV_ACCESS_* actually registered */
-	uint32_t resv;
+	uint32_t resv;		/* the library's: a check of this struct's
+				   own address, so that ummunot_cache_put()
+				   refuses a copy; never 0, do not change */
 	void *mr;		/* the backend's object: struct ibv_mr * for verbs */
 };
 

@@ -6,6 +6,8 @@
 // and changes neither cache.
 #include "catch.hpp"
 
+#include <memory>
+
 #include <csignal>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -157,6 +159,47 @@ TEST_CASE("put of a pointer that is not a registration reads nothing past struct
 			INFO("tail " << tail << ", kind " << kind);
 			CHECK((WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st)) == 0);
 		}
+	}
+	::munmap(mem, 2 * pg);
+}
+
+// A caller that keeps struct ummunot_reg by value (an MPI library's request
+// object) and puts the copy: -EINVAL, with nothing read past the copy.  The
+// copy sits at the end of a page followed by an inaccessible one (a read
+// past it faults) and on the heap (ASan: a read past it is a
+// heap-buffer-overflow); the registration itself is then put normally.
+TEST_CASE("put of a by-value copy of a registration: EINVAL, nothing read past the copy",
+	  "[put]")
+{
+	const long pg = ::sysconf(_SC_PAGESIZE);
+	auto *mem = static_cast<unsigned char *>(::mmap(nullptr, 2 * pg, PROT_READ | PROT_WRITE,
+							 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+	REQUIRE(mem != MAP_FAILED);
+	REQUIRE(::mprotect(mem + pg, pg, PROT_NONE) == 0);
+
+	for (std::size_t tail : {std::size_t(48), sizeof(ummunot_reg)}) {
+		auto *r = reinterpret_cast<ummunot_reg *>(mem + pg - tail);
+		pid_t pid = ::fork();
+		REQUIRE(pid >= 0);
+		if (pid == 0) {
+			std::signal(SIGSEGV, SIG_DFL);
+			fixture f;
+			const ummunot_reg *held = f.get(BASE, 4 * PAGE);
+			if (!held)
+				::_exit(2);
+			*r = *held;
+			auto heap = std::make_unique<ummunot_reg>(*held);
+			int ok = ummunot_cache_put(f.cache, r) == -EINVAL &&
+				 ummunot_cache_put(f.cache, heap.get()) == -EINVAL &&
+				 ummunot_cache_put(f.cache, held) == 0 &&
+				 ummunot_cache_put(f.cache, held) == -EINVAL &&
+				 ummunot::detail::cache_check(f.cache) == 0;
+			::_exit(ok ? 0 : 1);
+		}
+		int st = 0;
+		REQUIRE(::waitpid(pid, &st, 0) == pid);
+		INFO("tail " << tail);
+		CHECK((WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st)) == 0);
 	}
 	::munmap(mem, 2 * pg);
 }
