@@ -83,6 +83,10 @@ int ummunot_monitor_open(const struct ummunot_monitor_attr *attr,
 
 void ummunot_monitor_close(struct ummunot_monitor *monitor)
 {
+	// A cache's monitor belongs to the cache (ummunot_cache_destroy()
+	// releases it): closing it would leave the cache on a freed ring.
+	if (monitor && monitor->owned())
+		return;
 	delete monitor;
 }
 

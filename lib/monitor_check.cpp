@@ -11,6 +11,8 @@
 // the child finds it consistent and unlocks it from the forking thread.
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <new>
 #include <pthread.h>
@@ -52,7 +54,8 @@ void ummunot::detail::check_words_forget(const ummunot_monitor *m)
 int ummunot_monitor_check_init(const struct ummunot_monitor *monitor,
 			       struct ummunot_monitor_check *check)
 {
-	if (!monitor || !check)
+	if (!monitor || !check || check->size < UMMUNOT_MONITOR_CHECK_SIZE_V1 ||
+	    check->flags)
 		return -EINVAL;
 	if (monitor->forked())
 		return -ECHILD;
@@ -72,7 +75,14 @@ int ummunot_monitor_check_init(const struct ummunot_monitor *monitor,
 			monitor->check_words_out = true;
 		}
 	}
-	check->generation = monitor->generation_word();
-	check->seen = monitor->seen_word();
+	// The caller's struct may be larger (a newer header): what this
+	// library does not know reads as zero, and size says what it filled.
+	const std::size_t n = std::min<std::size_t>(check->size, sizeof(*check));
+	std::memset(reinterpret_cast<unsigned char *>(check) + n, 0, check->size - n);
+	ummunot_monitor_check c{};
+	c.size = static_cast<std::uint32_t>(n);
+	c.generation = monitor->generation_word();
+	c.seen = monitor->seen_word();
+	std::memcpy(check, &c, n);
 	return 0;
 }

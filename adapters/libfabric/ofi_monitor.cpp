@@ -348,6 +348,8 @@ void drain(state *s)
 void publish_check(state *s, ummunot_monitor *m)
 {
 	auto *c = new (std::nothrow) ummunot_monitor_check{};
+	if (c)
+		c->size = sizeof(*c);
 	if (c && ummunot_monitor_check_init(m, c) < 0) {
 		delete c;
 		c = nullptr;

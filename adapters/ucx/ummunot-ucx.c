@@ -624,8 +624,10 @@ static struct ummunot_monitor *open_monitor(void)
 /* Publish m's inline check words (NULL if m is or they cannot be had). */
 static void publish_check(struct ummunot_monitor *m)
 {
-	struct ummunot_monitor_check *c = m ? malloc(sizeof(*c)) : NULL;
+	struct ummunot_monitor_check *c = m ? calloc(1, sizeof(*c)) : NULL;
 
+	if (c)
+		c->size = sizeof(*c);
 	if (c && ummunot_monitor_check_init(m, c) < 0) {
 		free(c);
 		c = NULL;

@@ -376,7 +376,7 @@ static void row_check(void)
 	struct reg ru = {.start = (uintptr_t)p, .len = PAGE}, rk = ru;
 	BU_OK("register", mon_reg(&um, &ru));
 	BU_OK("monitor", mon_reg(&kd, &rk));
-	struct ummunot_monitor_check chk;
+	struct ummunot_monitor_check chk = { .size = sizeof(chk) };
 	BU_OK("ummunot_monitor_check_init", ummunot_monitor_check_init(um.um, &chk));
 	struct ummunot_monitor *mp = um.um;
 	const struct ummunot_monitor_check *cp = &chk;
@@ -420,7 +420,7 @@ static void row_native(void)
 
 	st.monitoring_state_base = states;
 	states[17].u.state.val = 3;
-	struct ummunot_monitor_check chk;
+	struct ummunot_monitor_check chk = { .size = sizeof(chk) };
 	/* What ummunot_monitor_check_init() fills, pointing at plain words. */
 	chk.generation = &hdr_gen;
 	chk.seen = &seen;

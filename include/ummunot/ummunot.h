@@ -83,6 +83,12 @@ struct ummunot_monitor_info {
 
 int ummunot_monitor_open(const struct ummunot_monitor_attr *attr,
 			 struct ummunot_monitor **monitor);
+/*
+ * Closes a monitor this process opened; NULL is a no-op.  A cache's own
+ * monitor (ummunot_cache_monitor()) belongs to the cache: closing it is
+ * refused, i.e. does nothing (the function returns no status since 0.1);
+ * ummunot_cache_destroy() releases it.
+ */
 void ummunot_monitor_close(struct ummunot_monitor *monitor);
 int ummunot_monitor_fd(const struct ummunot_monitor *monitor);
 int ummunot_monitor_query(const struct ummunot_monitor *monitor,
@@ -355,17 +361,44 @@ int ummunot_cache_stats_ext(struct ummunot_cache *cache,
  * ummunot_monitor_check_init(); valid until ummunot_monitor_close() of the
  * monitor (for a cache's monitor: ummunot_cache_destroy()).  The words
  * are the library's; read them only through ummunot_monitor_check_changed().
+ *
+ * Extensible: the caller sets size to sizeof(struct ummunot_monitor_check)
+ * as its header declares it and flags to 0 before the call,
+ *
+ *	struct ummunot_monitor_check chk = { .size = sizeof(chk) };
+ *
+ * Fields are only ever appended, each release's after the last; a size
+ * below UMMUNOT_MONITOR_CHECK_SIZE_V1 is -EINVAL.  The library fills the
+ * first min(size, its own size) bytes, zeroes the rest of the caller's
+ * struct and stores the number of bytes it filled in size, so code built
+ * against a newer header tests size before it reads a newer field.
+ *
+ * The inline test below is part of the ABI: a library whose words can no
+ * longer be read that way answers -EOPNOTSUPP, and the caller then asks
+ * ummunot_monitor_changed() (a call) instead.  Both adapters do.
  */
 struct ummunot_monitor_check {
+	uint32_t size;			/* in: the caller's sizeof; out: filled */
+	uint32_t flags;			/* in: 0; out: 0 (none defined) */
 	const __u64 *generation;	/* the ring header's generation word */
 	const uint64_t *seen;		/* the generation the last complete
 					 * ummunot_monitor_read() consumed up
 					 * to; UMMUNOT_CHECK_FORKED in a child */
 };
 
+/* The size of the 0.3 struct: size, flags, generation and seen. */
+#define UMMUNOT_MONITOR_CHECK_SIZE_V1 \
+	(offsetof(struct ummunot_monitor_check, seen) + sizeof(const uint64_t *))
+
 /* seen in a child forked after ummunot_monitor_check_init(). */
 #define UMMUNOT_CHECK_FORKED UINT64_MAX
 
+/*
+ * 0, or -EINVAL (NULL argument, size below UMMUNOT_MONITOR_CHECK_SIZE_V1,
+ * flags not 0), -ECHILD (a parent's monitor in a forked child), -ENOMEM,
+ * -EOPNOTSUPP (this library offers no inline words).  On error the
+ * caller's struct is unchanged.
+ */
 int ummunot_monitor_check_init(const struct ummunot_monitor *monitor,
 			       struct ummunot_monitor_check *check);
 

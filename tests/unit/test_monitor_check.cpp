@@ -5,6 +5,7 @@
 // "changed" (without touching the ring) in a forked child.
 #include "catch.hpp"
 
+#include <cstring>
 #include <memory>
 
 #include <sys/wait.h>
@@ -16,8 +17,16 @@ using namespace test;
 
 namespace {
 
+// As a caller sets it up: size set, the rest zero.
+ummunot_monitor_check sized()
+{
+	ummunot_monitor_check c{};
+	c.size = sizeof(c);
+	return c;
+}
+
 struct check_fixture : monitor_fixture {
-	ummunot_monitor_check chk{};
+	ummunot_monitor_check chk = sized();
 
 	check_fixture() { REQUIRE(ummunot_monitor_check_init(mon, &chk) == 0); }
 
@@ -36,7 +45,7 @@ struct check_fixture : monitor_fixture {
 TEST_CASE("check_init: arguments", "[check]")
 {
 	check_fixture f;
-	ummunot_monitor_check c{};
+	ummunot_monitor_check c = sized();
 	CHECK(ummunot_monitor_check_init(nullptr, &c) == -EINVAL);
 	CHECK(ummunot_monitor_check_init(f.mon, nullptr) == -EINVAL);
 	// Twice on one monitor: the same words.
@@ -44,6 +53,43 @@ TEST_CASE("check_init: arguments", "[check]")
 	CHECK(c.generation == f.chk.generation);
 	CHECK(c.seen == f.chk.seen);
 	CHECK(c.generation == &f.fake->header()->generation);
+}
+
+TEST_CASE("check_init: the size and flags fields", "[check]")
+{
+	check_fixture f;
+	// Below the 0.3 struct, or flags set: -EINVAL, the struct unchanged.
+	for (std::uint32_t size : {0u, 8u, std::uint32_t(UMMUNOT_MONITOR_CHECK_SIZE_V1 - 1)}) {
+		ummunot_monitor_check c{};
+		c.size = size;
+		CHECK(ummunot_monitor_check_init(f.mon, &c) == -EINVAL);
+		CHECK(c.size == size);
+		CHECK(c.generation == nullptr);
+	}
+	ummunot_monitor_check c = sized();
+	c.flags = 1;
+	CHECK(ummunot_monitor_check_init(f.mon, &c) == -EINVAL);
+	CHECK(c.generation == nullptr);
+	// The 0.3 struct is exactly size, flags and the two words.
+	STATIC_REQUIRE(UMMUNOT_MONITOR_CHECK_SIZE_V1 == sizeof(ummunot_monitor_check));
+
+	// A caller built against a newer header (a larger struct): the
+	// known prefix filled, the rest zeroed, size says how much.
+	struct newer {
+		ummunot_monitor_check v1;
+		std::uint64_t later[3];
+	} n;
+	std::memset(&n, 0xa5, sizeof(n));
+	n.v1.size = sizeof(n);
+	n.v1.flags = 0;
+	REQUIRE(ummunot_monitor_check_init(f.mon, &n.v1) == 0);
+	CHECK(n.v1.size == sizeof(ummunot_monitor_check));
+	CHECK(n.v1.flags == 0);
+	CHECK(n.v1.generation == f.chk.generation);
+	CHECK(n.v1.seen == f.chk.seen);
+	for (std::uint64_t w : n.later)
+		CHECK(w == 0);
+	CHECK(ummunot_monitor_check_changed(&n.v1) == 0);
 }
 
 TEST_CASE("the inline check agrees with ummunot_monitor_changed()", "[check]")
@@ -101,7 +147,7 @@ TEST_CASE("fork: the inline check says changed in the child, the parent is unaff
 		int r = ummunot_monitor_check_changed(&f.chk) == 1 &&
 			*f.chk.seen == UMMUNOT_CHECK_FORKED &&
 			ummunot_monitor_changed(f.mon) == -ECHILD;
-		ummunot_monitor_check c{};
+		ummunot_monitor_check c = sized();
 		int e = ummunot_monitor_check_init(f.mon, &c);
 		_exit(r && e == -ECHILD ? 0 : 1);
 	}
