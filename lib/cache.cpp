@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstddef>
+#include <ctime>
 #include <new>
 #include <unistd.h>
 
@@ -289,6 +290,9 @@ int ummunot_cache::stats(struct ummunot_cache_stats_ext *st)
 
 	*st = {};
 	st->hits = hits_.sum();
+	// The user area agrees with what this call returns.
+	if (ummunot_user_area *ua = mon_->user_area())
+		ring_store_relaxed(&ua->hits, st->hits);
 	st->misses = misses_;
 	for (unsigned int i = 0; i < UMMUNOT_EVENT_TYPE_MAX; i++)
 		st->invalidations[i] = pump_.invalidations()[i];
@@ -343,9 +347,11 @@ void ummunot_cache::reclaim(entries::reclaim_batch &b)
 
 // Copy the counters into the ring's user area (include/ummunot/user_area.h),
 // one relaxed 64-bit store per word: readers (fdinfo) promise no
-// consistency across words.  Only writer sections do this; hits are
-// summed from the CPUs' counters here, so the exported hits lag until the
-// next writer section (Documentation/library.rst).
+// consistency across words.  Only writer sections do this, in O(1): hits
+// are a sum over every possible CPU's counter, so they are summed here at
+// most once per kHitsExportNs (and by every stats() call); the exported
+// hits lag by up to that and the next writer section
+// (Documentation/library.rst).
 void ummunot_cache::export_counters()
 {
 	ummunot_user_area *ua = mon_->user_area();
@@ -353,7 +359,14 @@ void ummunot_cache::export_counters()
 	if (!ua)
 		return;
 	const entries::counts &n = entries_.count();
-	ring_store_relaxed(&ua->hits, hits_.sum());
+	struct timespec ts;
+	::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	const std::uint64_t now = static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u +
+				  static_cast<std::uint64_t>(ts.tv_nsec);
+	if (now - hits_exported_ns_ >= kHitsExportNs || hits_exported_ns_ == 0) {
+		hits_exported_ns_ = now ? now : 1;
+		ring_store_relaxed(&ua->hits, hits_.sum());
+	}
 	ring_store_relaxed(&ua->misses, misses_);
 	for (unsigned int i = 0; i < UMMUNOT_EVENT_TYPE_MAX; i++)
 		ring_store_relaxed(&ua->invalidations[i], pump_.invalidations()[i]);

@@ -108,4 +108,9 @@ private:
 	std::uint64_t race_retries_ = 0, caller_invalidations_ = 0, misses_ = 0;
 
 	ummunot::detail::percpu_counter hits_;
+	// When export_counters() last summed hits_ (CLOCK_MONOTONIC_COARSE,
+	// ns), under mu_: the sum is O(possible CPUs), so writer sections do
+	// it at most once per kHitsExportNs and stats() always.
+	std::uint64_t hits_exported_ns_ = 0;
+	static constexpr std::uint64_t kHitsExportNs = 10'000'000;
 };
