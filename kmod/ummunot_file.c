@@ -22,7 +22,7 @@
 /* The ring, once HELLO has published it; pairs with the release in HELLO. */
 static struct ummunot_ring *ummunot_ctx_ring(struct ummunot_ctx *ctx)
 {
-	return smp_load_acquire(&ctx->ring);
+	return smp_load_acquire(&ctx->ring);	/* pairs with HELLO's release */
 }
 
 static int ummunot_open(struct inode *inode, struct file *file)

@@ -16,10 +16,10 @@
 
 #include "ummunot_priv.h"
 
-#define UMMUNOT_MODULE_VERSION	"0.1.0"
+#define UMMUNOT_MODULE_VERSION	"0.3.0"	/* the package's (dkms.conf) */
 
 /* Largest ring a file may ask for: 2^22 entries, 256 MiB. */
-#define UMMUNOT_RING_MAX_LIMIT	(1U << 22)
+#define UMMUNOT_RING_MAX_LIMIT	BIT(22)
 
 unsigned int ummunot_max_regions = 131072;
 unsigned int ummunot_max_regions_per_mm = 131072;

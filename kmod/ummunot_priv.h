@@ -96,6 +96,8 @@ struct ummunot_ctx {
 	struct ummunot_mm_acct *mm_acct;
 	unsigned long ring_charge;	/* bytes charged for the ring */
 	struct mutex lock;
+	/* The ring's producer side and the regions' armed state: the
+	 * notifier's non-blockable section takes only this lock. */
 	spinlock_t event_lock;
 	struct ummunot_ring *ring;	/* NULL until HELLO */
 	wait_queue_head_t wq;

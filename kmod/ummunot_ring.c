@@ -239,6 +239,7 @@ u64 ummunot_ring_resync(struct ummunot_ring *ring)
 	ring->dropped_since_resync = 0;
 	WRITE_ONCE(ring->overflow, false);
 	WRITE_ONCE(ring->hdr->overflow, 0);
+	/* (E): the overflow clear before the new generation (ring.rst) */
 	smp_store_release(&ring->hdr->generation, ++ring->gen);
 	return dropped;
 }

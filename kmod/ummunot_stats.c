@@ -53,6 +53,7 @@ static struct ummunot_totals ummunot_retired;
 /* Add ctx's cumulative counters into @t.  Caller holds ummunot_clients_lock. */
 static void ummunot_totals_add(struct ummunot_totals *t, struct ummunot_ctx *ctx)
 {
+	/* pairs with HELLO's release of ctx->ring */
 	struct ummunot_ring *ring = smp_load_acquire(&ctx->ring);
 	unsigned int i;
 
@@ -147,23 +148,24 @@ static struct ummunot_type_attr ummunot_attr_##kind##_##name = {		\
 	.type = t,								\
 	.filtered = f,								\
 }
-#define UMMUNOT_TYPE_ATTRS(name, t)						\
-	UMMUNOT_TYPE_ATTR(delivered, name, t, false);				\
-	UMMUNOT_TYPE_ATTR(filtered, name, t, true)
-
-UMMUNOT_TYPE_ATTRS(unmap, UMMUNOT_EVENT_UNMAP);
-UMMUNOT_TYPE_ATTRS(clear, UMMUNOT_EVENT_CLEAR);
-UMMUNOT_TYPE_ATTRS(protection_vma, UMMUNOT_EVENT_PROTECTION_VMA);
-UMMUNOT_TYPE_ATTRS(protection_page, UMMUNOT_EVENT_PROTECTION_PAGE);
-UMMUNOT_TYPE_ATTRS(soft_dirty, UMMUNOT_EVENT_SOFT_DIRTY);
-UMMUNOT_TYPE_ATTRS(release, UMMUNOT_EVENT_RELEASE);
-UMMUNOT_TYPE_ATTRS(migrate, UMMUNOT_EVENT_MIGRATE);
-UMMUNOT_TYPE_ATTRS(exclusive, UMMUNOT_EVENT_EXCLUSIVE);
-UMMUNOT_TYPE_ATTRS(other, UMMUNOT_EVENT_OTHER);
-
-#define UMMUNOT_TYPE_ATTR_PTRS(name)						\
-	&ummunot_attr_delivered_##name.attr.attr,				\
-	&ummunot_attr_filtered_##name.attr.attr
+UMMUNOT_TYPE_ATTR(delivered, unmap, UMMUNOT_EVENT_UNMAP, false);
+UMMUNOT_TYPE_ATTR(filtered, unmap, UMMUNOT_EVENT_UNMAP, true);
+UMMUNOT_TYPE_ATTR(delivered, clear, UMMUNOT_EVENT_CLEAR, false);
+UMMUNOT_TYPE_ATTR(filtered, clear, UMMUNOT_EVENT_CLEAR, true);
+UMMUNOT_TYPE_ATTR(delivered, protection_vma, UMMUNOT_EVENT_PROTECTION_VMA, false);
+UMMUNOT_TYPE_ATTR(filtered, protection_vma, UMMUNOT_EVENT_PROTECTION_VMA, true);
+UMMUNOT_TYPE_ATTR(delivered, protection_page, UMMUNOT_EVENT_PROTECTION_PAGE, false);
+UMMUNOT_TYPE_ATTR(filtered, protection_page, UMMUNOT_EVENT_PROTECTION_PAGE, true);
+UMMUNOT_TYPE_ATTR(delivered, soft_dirty, UMMUNOT_EVENT_SOFT_DIRTY, false);
+UMMUNOT_TYPE_ATTR(filtered, soft_dirty, UMMUNOT_EVENT_SOFT_DIRTY, true);
+UMMUNOT_TYPE_ATTR(delivered, release, UMMUNOT_EVENT_RELEASE, false);
+UMMUNOT_TYPE_ATTR(filtered, release, UMMUNOT_EVENT_RELEASE, true);
+UMMUNOT_TYPE_ATTR(delivered, migrate, UMMUNOT_EVENT_MIGRATE, false);
+UMMUNOT_TYPE_ATTR(filtered, migrate, UMMUNOT_EVENT_MIGRATE, true);
+UMMUNOT_TYPE_ATTR(delivered, exclusive, UMMUNOT_EVENT_EXCLUSIVE, false);
+UMMUNOT_TYPE_ATTR(filtered, exclusive, UMMUNOT_EVENT_EXCLUSIVE, true);
+UMMUNOT_TYPE_ATTR(delivered, other, UMMUNOT_EVENT_OTHER, false);
+UMMUNOT_TYPE_ATTR(filtered, other, UMMUNOT_EVENT_OTHER, true);
 
 static struct attribute *ummunot_stats_attrs[] = {
 	&dev_attr_clients.attr,
@@ -173,15 +175,24 @@ static struct attribute *ummunot_stats_attrs[] = {
 	&dev_attr_dropped.attr,
 	&dev_attr_overflows.attr,
 	&dev_attr_ring_high_water.attr,
-	UMMUNOT_TYPE_ATTR_PTRS(unmap),
-	UMMUNOT_TYPE_ATTR_PTRS(clear),
-	UMMUNOT_TYPE_ATTR_PTRS(protection_vma),
-	UMMUNOT_TYPE_ATTR_PTRS(protection_page),
-	UMMUNOT_TYPE_ATTR_PTRS(soft_dirty),
-	UMMUNOT_TYPE_ATTR_PTRS(release),
-	UMMUNOT_TYPE_ATTR_PTRS(migrate),
-	UMMUNOT_TYPE_ATTR_PTRS(exclusive),
-	UMMUNOT_TYPE_ATTR_PTRS(other),
+	&ummunot_attr_delivered_unmap.attr.attr,
+	&ummunot_attr_filtered_unmap.attr.attr,
+	&ummunot_attr_delivered_clear.attr.attr,
+	&ummunot_attr_filtered_clear.attr.attr,
+	&ummunot_attr_delivered_protection_vma.attr.attr,
+	&ummunot_attr_filtered_protection_vma.attr.attr,
+	&ummunot_attr_delivered_protection_page.attr.attr,
+	&ummunot_attr_filtered_protection_page.attr.attr,
+	&ummunot_attr_delivered_soft_dirty.attr.attr,
+	&ummunot_attr_filtered_soft_dirty.attr.attr,
+	&ummunot_attr_delivered_release.attr.attr,
+	&ummunot_attr_filtered_release.attr.attr,
+	&ummunot_attr_delivered_migrate.attr.attr,
+	&ummunot_attr_filtered_migrate.attr.attr,
+	&ummunot_attr_delivered_exclusive.attr.attr,
+	&ummunot_attr_filtered_exclusive.attr.attr,
+	&ummunot_attr_delivered_other.attr.attr,
+	&ummunot_attr_filtered_other.attr.attr,
 	NULL,
 };
 
@@ -232,6 +243,7 @@ static void ummunot_fdinfo_user_area(struct seq_file *m,
 void ummunot_show_fdinfo(struct seq_file *m, struct file *file)
 {
 	struct ummunot_ctx *ctx = file->private_data;
+	/* pairs with HELLO's release of ctx->ring */
 	struct ummunot_ring *ring = smp_load_acquire(&ctx->ring);
 	u64 delivered[UMMUNOT_EVENT_TYPE_MAX], filtered[UMMUNOT_EVENT_TYPE_MAX];
 	u64 regions, registered, armed, events, overflows, mask;

@@ -11,7 +11,7 @@
  * Overview (Documentation/abi.rst has the full text):
  *
  *   fd = open("/dev/ummunot", O_RDWR | O_CLOEXEC);
- *   ioctl(fd, UMMUNOT_IOC_HELLO, &hello);       handshake, sizes the ring
+ *   ioctl(fd, UMMUNOT_IOC_HELLO, &hello);       handshake, ring size
  *   ring = mmap(NULL, hello.ring_mmap_size, PROT_READ | PROT_WRITE,
  *               MAP_SHARED, fd, hello.ring_mmap_offset);
  *   ioctl(fd, UMMUNOT_IOC_REGISTER, &batch);    watch ranges
