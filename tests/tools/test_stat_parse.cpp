@@ -290,7 +290,8 @@ TEST_CASE("render_json carries clients, library counters and rates")
 	CHECK(j.find("\"comm\":\"mpi rank 0\"") != std::string::npos);
 	CHECK(j.find("\"hits\":1234") != std::string::npos);
 	CHECK(j.find("\"library\":null") != std::string::npos);
-	CHECK(j.find("{\"pid\":9,\"fd\":4,\"error\":\"Permission denied\"}") != std::string::npos);
+	CHECK(j.find("{\"pid\":9,\"fd\":4,\"slurm_job\":null,\"error\":\"Permission denied\"}") !=
+	      std::string::npos);
 	std::string first = render_json(s0, nullptr);
 	CHECK(first.find("\"interval\":null") != std::string::npos);
 	CHECK(first.find("\"rates\":null") != std::string::npos);
@@ -321,7 +322,7 @@ TEST_CASE("the clients table shows '-' where counters are unknown")
 	std::vector<std::string> v;
 	for (std::string w; cols >> w;)
 		v.push_back(w);
-	REQUIRE(v.size() == 12);
+	REQUIRE(v.size() == 13);
 	CHECK(v[0] == "77");
 	CHECK(v[1] == "plain");
 	CHECK(v[2] == "3");
@@ -330,6 +331,34 @@ TEST_CASE("the clients table shows '-' where counters are unknown")
 	CHECK(v[5] == "3");
 	CHECK(v[6] == "0");
 	CHECK(v[7] == "no");
-	for (int i = 8; i < 12; i++)
-		CHECK(v[i] == "-");
+	for (int i = 8; i < 13; i++)
+		CHECK(v[i] == "-");	// HITS .. PINNED, and JOB outside Slurm
+}
+
+TEST_CASE("a Slurm task's job id, from its environment")
+{
+	using namespace std::string_literals;
+	std::string env = "PATH=/usr/bin\0SLURM_JOB_ID_X=1\0SLURM_JOB_ID=4711\0HOME=/root\0"s;
+	CHECK(environ_value(env, "SLURM_JOB_ID") == "4711");
+	CHECK(environ_value(env, "HOME") == "/root");
+	CHECK(environ_value(env, "SLURM_JOB") == "");
+	CHECK(environ_value("A=1"s, "A") == "1");	// no final NUL
+	CHECK(environ_value(""s, "A") == "");
+	CHECK(slurm_job_of(env) == "4711");
+	CHECK(slurm_job_of("SLURM_JOB_ID=\x1b[2J\0"s) == "");	// not a job id: never shown
+	CHECK(slurm_job_of("SLURM_JOB_ID=12345678901\0"s) == "");
+	CHECK(slurm_job_of("SLURM_JOB_ID=\0"s) == "");
+
+	sample s;
+	s.with_clients = true;
+	client_stats c = parse_fixture("fdinfo-nolib.txt");
+	c.pid = 77;
+	c.fd = 3;
+	c.slurm_job = "4711";
+	s.scan.clients = {c};
+	std::string t = render_clients_text(s, nullptr);
+	CHECK(t.substr(0, t.find('\n')).ends_with(" JOB"));
+	std::string row = t.substr(t.find('\n') + 1);
+	CHECK(row.substr(0, row.find('\n')).ends_with(" 4711"));
+	CHECK(render_json(s, nullptr).find("\"slurm_job\":\"4711\"") != std::string::npos);
 }

@@ -110,7 +110,7 @@ fdA=$(json_get "$work/c.json" "[x[\"fd\"] for x in j[\"clients\"] if x[\"pid\"] 
 "$STAT" -p "$A" >"$work/a.txt" || fail "-p A exited $?"
 cat "$work/a.txt"
 check_eq "-p A rows" 1 "$(tail -n +2 "$work/a.txt" | wc -l)"
-check_eq "-p A row" "$A ustat-client $fdA 80 64/64 64 6 yes 1234 56 66 40960" \
+check_eq "-p A row" "$A ustat-client $fdA 80 64/64 64 6 yes 1234 56 66 40960 -" \
 	"$(tail -n 1 "$work/a.txt" | awk '{ $1 = $1; print }')"
 "$STAT" -p "$B" >"$work/b.txt" || fail "-p B exited $?"
 cat "$work/b.txt"

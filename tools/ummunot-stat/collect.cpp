@@ -126,10 +126,19 @@ int scan_process(const system_paths &p, int pid, dev_t rdev,
 			fds.push_back(fd);
 	}
 	std::sort(fds.begin(), fds.end());
+	// The Slurm job of a task: readable by the process's owner and root,
+	// like its fds (a failure leaves the column empty).
+	std::string job;
+	if (!fds.empty()) {
+		std::string env;
+		if (read_file(p.proc() + "/" + std::to_string(pid) + "/environ", env) == 0)
+			job = slurm_job_of(env);
+	}
 	for (int fd : fds) {
 		client_stats c;
 		c.pid = pid;
 		c.fd = fd;
+		c.slurm_job = job;
 		std::string path = p.proc() + "/" + std::to_string(pid) +
 				   "/fdinfo/" + std::to_string(fd);
 		std::string text;

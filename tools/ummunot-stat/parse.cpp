@@ -3,6 +3,7 @@
 // ummunot-stat: parsers for what the module prints in sysfs and fdinfo.
 // They are strict: anything that does not look like the module's output is
 // an error naming the offending text, never a silently wrong number.
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 
@@ -304,6 +305,30 @@ void parse_users(std::string_view text, users_table &t)
 	}
 	if (header)
 		bad("users: empty", text);
+}
+
+std::string environ_value(std::string_view text, std::string_view name)
+{
+	while (!text.empty()) {
+		std::size_t end = text.find('\0');
+		std::string_view var = text.substr(0, end);
+		if (var.size() > name.size() && var.substr(0, name.size()) == name &&
+		    var[name.size()] == '=')
+			return std::string(var.substr(name.size() + 1));
+		if (end == std::string_view::npos)
+			break;
+		text.remove_prefix(end + 1);
+	}
+	return {};
+}
+
+std::string slurm_job_of(std::string_view environ)
+{
+	std::string v = environ_value(environ, "SLURM_JOB_ID");
+	if (v.empty() || v.size() > 10 ||
+	    !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }))
+		return {};
+	return v;
 }
 
 } // namespace ummunot_stat

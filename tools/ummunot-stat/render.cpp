@@ -201,6 +201,7 @@ std::string client_json(const client_stats &c, const client_stats *p, double dt)
 	json_object o;
 	o.add("pid", std::to_string(c.pid));
 	o.add("fd", std::to_string(c.fd));
+	o.add("slurm_job", c.slurm_job.empty() ? "null" : json_string(c.slurm_job));
 	if (!c.readable)
 		return o.add("error", json_string(c.error)).str();
 	o.add("owner_pid", std::to_string(c.owner_pid));
@@ -288,6 +289,12 @@ std::string render_users_text(const users_table &t)
 	return o;
 }
 
+// The JOB column: the Slurm job id, "-" outside a Slurm job.
+static std::string job_of(const client_stats &c)
+{
+	return c.slurm_job.empty() ? "-" : c.slurm_job;
+}
+
 std::string render_clients_text(const sample &s, const sample *prev)
 {
 	double dt = prev ? s.mono - prev->mono : 0;
@@ -296,14 +303,14 @@ std::string render_clients_text(const sample &s, const sample *prev)
 		 "REGIONS", "RING(pend/size)", "EVENTS", "DROPPED", "OVF");
 	if (prev)
 		o += fmt(" %9s", "EVENTS/s");
-	o += fmt(" %10s %10s %8s %14s\n", "HITS", "MISSES", "INVAL", "PINNED");
+	o += fmt(" %10s %10s %8s %14s %s\n", "HITS", "MISSES", "INVAL", "PINNED", "JOB");
 	for (const auto &c : s.scan.clients) {
 		if (!c.readable) {
 			o += fmt("%7d %-16s %4d %8s %17s %10s %8s %4s", c.pid, "-", c.fd,
 				 "-", "-", "-", "-", "-");
 			if (prev)
 				o += fmt(" %9s", "-");
-			o += fmt(" %10s %10s %8s %14s", "-", "-", "-", "-");
+			o += fmt(" %10s %10s %8s %14s %s", "-", "-", "-", "-", job_of(c).c_str());
 			o += "  (";	// piecewise: see json_object::add()
 			o += c.error;
 			o += ")\n";
@@ -331,6 +338,8 @@ std::string render_clients_text(const sample &s, const sample *prev)
 		} else {
 			o += fmt(" %10s %10s %8s %14s", "-", "-", "-", "-");
 		}
+		o += ' ';	// piecewise: the job id is the environment's bytes
+		o += job_of(c);
 		o += "\n";
 	}
 	if (s.scan.clients.empty())

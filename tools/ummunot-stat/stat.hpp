@@ -83,6 +83,9 @@ struct client_stats {
 	unsigned abi = 0;
 	int owner_pid = 0;		// the mm owner (the opener)
 	std::string owner_comm;
+	// SLURM_JOB_ID of the holder's environment (/proc/PID/environ: the
+	// job a Slurm task belongs to); empty when unset or unreadable.
+	std::string slurm_job;
 	std::uint64_t regions = 0, regions_armed = 0, regions_registered = 0;
 	std::uint64_t ring_entries = 0, ring_pending = 0, ring_high_water = 0;
 	std::uint64_t events = 0, dropped = 0, overflows = 0;
@@ -144,6 +147,13 @@ void parse_fdinfo(std::string_view text, client_stats &c);
 std::pair<unsigned, unsigned> parse_devnum(std::string_view s);
 // Parses the users file into t.users and t.truncated.
 void parse_users(std::string_view text, users_table &t);
+// The value of NAME in the text of a /proc/PID/environ (NUL-separated
+// NAME=VALUE); empty when NAME is not there.
+std::string environ_value(std::string_view text, std::string_view name);
+// SLURM_JOB_ID from the text of a /proc/PID/environ: empty unless it is a
+// job id (1 to 10 digits; the environment is the process's to write, and
+// its bytes never reach the terminal).
+std::string slurm_job_of(std::string_view environ);
 
 // --- collectors (read the system under root, "" = the real /) ---
 
