@@ -28,8 +28,6 @@
  * UMMUNOT_SYSCONFDIR/ummunot/exec.conf (the site's), else "on".
  */
 #define _GNU_SOURCE
-#include <ctype.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -38,6 +36,8 @@
 #include <unistd.h>
 
 #include <ummunot/ummunot.h>
+
+#include "activation.h"
 
 #ifndef UMMUNOT_SYSCONFDIR
 #define UMMUNOT_SYSCONFDIR "/etc"
@@ -51,167 +51,63 @@
 #define UMMUNOT_ADAPTERS ""
 #endif
 
-#define EXIT_REFUSED 126	/* like a shell's "found but cannot run" */
-
-enum mode { MODE_OFF, MODE_ON, MODE_REQUIRE };
-
 static const char *prog = "ummunot-exec";
 
-static int parse_mode(const char *s, enum mode *m)
-{
-	if (!strcmp(s, "off") || !strcmp(s, "0"))
-		*m = MODE_OFF;
-	else if (!strcmp(s, "on") || !strcmp(s, "1"))
-		*m = MODE_ON;
-	else if (!strcmp(s, "require"))
-		*m = MODE_REQUIRE;
-	else
-		return -EINVAL;
-	return 0;
-}
+/* The linked libummunot does the device check (tools/activation). */
+static const struct ua_monitor_ops monitor_ops = {
+	.open = ummunot_monitor_open,
+	.close = ummunot_monitor_close,
+};
 
-static char *trim(char *s)
+static const char *process_getenv(void *ctx, const char *name)
 {
-	char *e;
-
-	while (isspace((unsigned char)*s))
-		s++;
-	e = s + strlen(s);
-	while (e > s && isspace((unsigned char)e[-1]))
-		*--e = '\0';
-	return s;
+	(void)ctx;
+	return getenv(name);
 }
 
 /*
- * "mode = on|require|off" from the site's file.  A missing file is "on";
- * a file that exists but says something else is an error: a site that
- * wrote "requre" wants to know, not to run unprotected.
+ * The rank's environment (tools/activation): adapters first in
+ * LD_PRELOAD, hooks off.
  */
-static int read_conf(const char *path, enum mode *m, char *why, size_t len)
+static int activate(const char *adapters, enum ua_mode m)
 {
-	char line[256];
-	unsigned int n = 0;
-	FILE *f = fopen(path, "re");
-
-	*m = MODE_ON;
-	if (!f)
-		return errno == ENOENT ? 0 : (snprintf(why, len, "cannot read %s: %s", path,
-						       strerror(errno)), -1);
-	while (fgets(line, sizeof(line), f)) {
-		char *s = trim(line), *eq, *key, *val;
-
-		n++;
-		if (!*s || *s == '#')
-			continue;
-		eq = strchr(s, '=');
-		if (!eq)
-			goto bad;
-		*eq = '\0';
-		key = trim(s);
-		val = trim(eq + 1);
-		if (strcmp(key, "mode") || parse_mode(val, m))
-			goto bad;
-	}
-	fclose(f);
-	return 0;
-bad:
-	snprintf(why, len, "%s:%u: expected \"mode = on|require|off\"", path, n);
-	fclose(f);
-	return -1;
-}
-
-/* 0: the device opens and completes its handshake.  Else the reason. */
-static int check_device(char *why, size_t len)
-{
-	struct ummunot_monitor *m;
-	int r = ummunot_monitor_open(NULL, &m);
-
-	if (r == 0) {
-		ummunot_monitor_close(m);
-		return 0;
-	}
-	snprintf(why, len, "cannot open %s: %s%s", UMMUNOT_DEFAULT_DEVICE_PATH, strerror(-r),
-		 r == -ENOENT ? " (is the ummunot module loaded?)" :
-		 r == -EACCES || r == -EPERM ? " (see /lib/udev/rules.d/60-ummunot.rules)" :
-		 r == -EPROTO ? " (module and library disagree on the ABI)" : "");
-	return -1;
-}
-
-/*
- * 0: every adapter loads here, so it will load in PROGRAM (same loader
- * path, same dependencies).  dlopen runs the adapters' constructors in
- * this process; they have nothing to act on before the exec replaces it.
- */
-static int check_adapters(const char *list, char *why, size_t len)
-{
-	char *copy = strdup(list), *save = NULL, *p;
-	bool quiet = !getenv("UMMUNOT_OFI");
-	int r = 0;
-
-	if (!copy) {
-		snprintf(why, len, "out of memory");
-		return -1;
-	}
-	/* libummunot-ofi-preload's constructor would import its monitor here. */
-	if (quiet && setenv("UMMUNOT_OFI", "0", 1)) {
-		free(copy);
-		snprintf(why, len, "cannot set the environment");
-		return -1;
-	}
-	for (p = strtok_r(copy, ":", &save); p; p = strtok_r(NULL, ":", &save)) {
-		void *h = dlopen(p, RTLD_NOW | RTLD_LOCAL);
-
-		if (!h) {
-			snprintf(why, len, "cannot load %s", dlerror());
-			r = -1;
-			break;
-		}
-	}
-	free(copy);
-	if (quiet)
-		unsetenv("UMMUNOT_OFI");
-	return r;
-}
-
-static int set(const char *name, const char *value)
-{
-	if (setenv(name, value, 1) == 0)
-		return 0;
-	fprintf(stderr, "%s: setenv %s: %s\n", prog, name, strerror(errno));
-	return -1;
-}
-
-/* The rank's environment: adapters first in LD_PRELOAD, hooks off. */
-static int activate(const char *adapters, enum mode m)
-{
-	const char *old = getenv("LD_PRELOAD");
-	char *preload;
+	struct ua_env env;
+	unsigned int i;
 	int r;
 
-	if (old && *old)
-		r = asprintf(&preload, "%s:%s", adapters, old);
-	else
-		r = asprintf(&preload, "%s", adapters);
-	if (r < 0)
+	ua_env_init(&env);
+	r = ua_env_activate(&env, adapters, m, process_getenv(NULL, "LD_PRELOAD"));
+	for (i = 0; !r && i < env.n; i++) {
+		const struct ua_var *v = &env.var[i];
+
+		if (v->value ? setenv(v->name, v->value, 1) : unsetenv(v->name)) {
+			fprintf(stderr, "%s: setenv %s: %s\n", prog, v->name, strerror(errno));
+			r = -1;
+		}
+	}
+	ua_env_free(&env);
+	return r ? -1 : 0;
+}
+
+/*
+ * The mode, or one line on stderr.  (The reason quotes UMMUNOT whole,
+ * however long.)
+ */
+static int resolve_mode(const char *env, const char *conf, enum ua_mode *m)
+{
+	size_t len = 512 + (env ? strlen(env) : 0);
+	char *why = malloc(len);
+	int r;
+
+	if (!why) {
+		fprintf(stderr, "%s: out of memory\n", prog);
 		return -1;
-	r = set("LD_PRELOAD", preload);
-	free(preload);
+	}
+	r = ua_resolve_mode(env, conf, m, why, len);
 	if (r)
-		return -1;
-	/*
-	 * UCX's hooks and Open MPI's feed of its patcher into UCX:
-	 * libummunot-ucx feeds UCX's cache instead (never UCX_MEM_EVENTS=no,
-	 * which turns the cache's events off too).  Open MPI's patcher itself
-	 * stays: Open MPI's own registration cache (rcache grdma: btl openib,
-	 * osc rdma over btl ofi) has no other source of events.
-	 */
-	if (strstr(adapters, "libummunot-ucx") &&
-	    (set("UCX_MEM_MALLOC_HOOKS", "no") || set("UCX_MEM_MMAP_HOOK_MODE", "none") ||
-	     set("OMPI_MCA_pml_ucx_opal_mem_hooks", "0")))
-		return -1;
-	if (m == MODE_REQUIRE && set("UMMUNOT_REQUIRE", "1"))
-		return -1;
-	return 0;
+		fprintf(stderr, "%s: %s\n", prog, why);
+	free(why);
+	return r;
 }
 
 static void usage(FILE *f)
@@ -230,7 +126,7 @@ int main(int argc, char **argv)
 	const char *conf = UMMUNOT_SYSCONFDIR "/ummunot/exec.conf";
 	const char *adapters = UMMUNOT_ADAPTERS;
 	bool check_only = false, verbose;
-	enum mode m;
+	enum ua_mode m;
 	char why[512] = "";
 	int failed;
 
@@ -262,18 +158,11 @@ int main(int argc, char **argv)
 	}
 	verbose = getenv("UMMUNOT_VERBOSE") && strcmp(getenv("UMMUNOT_VERBOSE"), "0");
 
-	if (env && *env) {
-		if (parse_mode(env, &m)) {
-			/* A typo must not silently mean "unprotected". */
-			fprintf(stderr, "%s: UMMUNOT='%s': expected on, require or off\n", prog, env);
-			return EXIT_REFUSED;
-		}
-	} else if (read_conf(conf, &m, why, sizeof(why))) {
-		fprintf(stderr, "%s: %s\n", prog, why);
-		return EXIT_REFUSED;
-	}
+	/* A typo must not silently mean "unprotected". */
+	if (resolve_mode(env, conf, &m))
+		return UA_EXIT_REFUSED;
 
-	if (m == MODE_OFF) {
+	if (m == UA_MODE_OFF) {
 		if (check_only) {
 			printf("%s: mode off: programs run unchanged\n", prog);
 			return 0;
@@ -283,9 +172,7 @@ int main(int argc, char **argv)
 		return 127;
 	}
 
-	failed = !*adapters ? (snprintf(why, sizeof(why), "this build has no stack adapter"), -1) :
-		 check_device(why, sizeof(why)) ? -1 :
-		 check_adapters(adapters, why, sizeof(why));
+	failed = ua_check(&monitor_ops, adapters, why, sizeof(why));
 	if (!failed && activate(adapters, m)) {
 		snprintf(why, sizeof(why), "cannot set the environment");
 		failed = -1;
@@ -294,17 +181,17 @@ int main(int argc, char **argv)
 	if (check_only) {
 		if (failed) {
 			printf("%s: not protected: %s\n", prog, why);
-			return m == MODE_REQUIRE ? EXIT_REFUSED : 1;
+			return m == UA_MODE_REQUIRE ? UA_EXIT_REFUSED : 1;
 		}
 		printf("%s: mode %s: programs start with %s preloaded\n", prog,
-		       m == MODE_REQUIRE ? "require" : "on", adapters);
+		       m == UA_MODE_REQUIRE ? "require" : "on", adapters);
 		return 0;
 	}
 	if (failed) {
-		if (m == MODE_REQUIRE) {
+		if (m == UA_MODE_REQUIRE) {
 			fprintf(stderr, "%s: refusing to start %s unprotected (mode require): %s\n",
 				prog, argv[1], why);
-			return EXIT_REFUSED;
+			return UA_EXIT_REFUSED;
 		}
 		fprintf(stderr, "%s: %s runs without ummunot, on its stack's own memory hooks: %s\n",
 			prog, argv[1], why);
