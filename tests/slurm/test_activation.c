@@ -19,19 +19,7 @@
 #include <unistd.h>
 
 #include "activation.h"
-
-static int checks, fails;
-
-#define CHECK(cond, ...)                                                     \
-	do {                                                                 \
-		checks++;                                                    \
-		if (!(cond)) {                                               \
-			fails++;                                             \
-			printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-			printf(__VA_ARGS__);                                 \
-			printf("\n");                                        \
-		}                                                            \
-	} while (0)
+#include "check.h"
 
 static bool eq(const char *a, const char *b)
 {
@@ -370,6 +358,5 @@ int main(int argc, char **argv)
 	test_activate();
 	test_deactivate();
 	rmdir(dir);
-	printf("test_activation: %d checks, %d failed\n", checks, fails);
-	return fails ? 1 : 0;
+	return check_summary("test_activation");
 }

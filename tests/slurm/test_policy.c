@@ -10,20 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "policy.h"
-
-static int checks, fails;
-
-#define CHECK(cond, ...)                                                     \
-	do {                                                                 \
-		checks++;                                                    \
-		if (!(cond)) {                                               \
-			fails++;                                             \
-			printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-			printf(__VA_ARGS__);                                 \
-			printf("\n");                                        \
-		}                                                            \
-	} while (0)
 
 static int parse(struct usp_policy *p, char *why, size_t len, int ac, ...)
 {
@@ -154,6 +142,5 @@ int main(void)
 	test_args();
 	test_decide();
 	test_lines();
-	printf("test_policy: %d checks, %d failed\n", checks, fails);
-	return fails ? 1 : 0;
+	return check_summary("test_policy");
 }
