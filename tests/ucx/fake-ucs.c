@@ -8,6 +8,12 @@
  * ucs_pgtable_lookup() like UCX's own.  The adapter must accept the first
  * (its probe sees the calls) and refuse the second in one line, at the
  * first cache, because -Bsymbolic binds the library's calls to itself.
+ * A lookup that misses while the cache holds its region drops that region
+ * (UCX's miss path invalidates what the unmap event queued) and registers
+ * again.  Two hooks for tests/ucx/pgtable-driver.c: fake_ucs_destroy_hook
+ * runs at the end of ucs_rcache_destroy(), after the cache's memory was
+ * freed (where another thread may create a cache at the same address), and
+ * fake_pgtable_set() puts a region in a page table no cache owns.
  * Never installed.
  */
 #include <stdint.h>
@@ -22,8 +28,10 @@ struct ucx_pgtable {
 	struct ucx_pgt_region *only;
 };
 
+EXPORT void (*fake_ucs_destroy_hook)(void);
+
 struct ucx_rcache {
-	char head[64];
+	char head[512];	/* its own malloc size class (pgtable-driver.c) */
 	struct ucx_pgtable pgtable;	/* inside the cache, as in UCX */
 	struct ucx_params_117 params;
 };
@@ -48,7 +56,10 @@ EXPORT struct ucx_pgt_region *ucs_pgtable_lookup(const struct ucx_pgtable *pgtab
 EXPORT ucx_status_t ucs_rcache_create(const struct ucx_params_117 *params, const char *name,
 				      void *stats_parent, struct ucx_rcache **rcache_p)
 {
-	struct ucx_rcache *rc = calloc(1, sizeof(*rc));
+	/* malloc, not calloc (nor malloc + memset, which the compiler makes
+	 * calloc): glibc's calloc does not take a chunk just freed from its
+	 * tcache, malloc does, as UCX's allocations may. */
+	struct ucx_rcache *rc = malloc(sizeof(*rc));
 
 	(void)name;
 	(void)stats_parent;
@@ -69,6 +80,13 @@ EXPORT void ucs_rcache_destroy(struct ucx_rcache *rc)
 		free(rc->pgtable.only);
 	}
 	free(rc);
+	if (fake_ucs_destroy_hook)
+		fake_ucs_destroy_hook();
+}
+
+EXPORT void fake_pgtable_set(struct ucx_pgtable *pgtable, struct ucx_pgt_region *region)
+{
+	pgtable->only = region;
 }
 
 EXPORT ucx_status_t ucs_rcache_get(struct ucx_rcache *rc, void *address, size_t length,
@@ -85,8 +103,11 @@ EXPORT ucx_status_t ucs_rcache_get(struct ucx_rcache *rc, void *address, size_t 
 		*region_p = r;
 		return UCX_OK;
 	}
-	if (rc->pgtable.only)
-		return UCX_ERR_UNSUPPORTED;	/* one region per cache */
+	if (rc->pgtable.only) {		/* one region per cache: drop it */
+		ops->mem_dereg(rc->params.context, rc, rc->pgtable.only);
+		free(rc->pgtable.only);
+		rc->pgtable.only = NULL;
+	}
 	r = calloc(1, rc->params.region_struct_size);
 	if (!r)
 		return UCX_ERR_NO_MEMORY;
