@@ -13,7 +13,8 @@
  * again.  Two hooks for tests/ucx/pgtable-driver.c: fake_ucs_destroy_hook
  * runs at the end of ucs_rcache_destroy(), after the cache's memory was
  * freed (where another thread may create a cache at the same address), and
- * fake_pgtable_set() puts a region in a page table no cache owns.
+ * fake_pgtable_set() puts a region in a page table no cache owns;
+ * fake_ucs_lookups() counts this copy's lookups (tests/ucx/two-copies.c).
  * Never installed.
  */
 #include <stdint.h>
@@ -29,6 +30,14 @@ struct ucx_pgtable {
 };
 
 EXPORT void (*fake_ucs_destroy_hook)(void);
+/* This copy's page-table lookups: static, because an exported variable
+ * would be the first copy's in every copy (the global scope wins). */
+static unsigned long lookups;
+
+EXPORT unsigned long fake_ucs_lookups(void)
+{
+	return lookups;
+}
 
 struct ucx_rcache {
 	char head[512];	/* its own malloc size class (pgtable-driver.c) */
@@ -50,6 +59,7 @@ EXPORT struct ucx_pgt_region *ucs_pgtable_lookup(const struct ucx_pgtable *pgtab
 {
 	struct ucx_pgt_region *r = pgtable->only;
 
+	lookups++;
 	return r && address >= r->start && address < r->end ? r : NULL;
 }
 
