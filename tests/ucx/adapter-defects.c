@@ -37,28 +37,11 @@
 
 #define FAIL(...) do { printf("FAIL: " __VA_ARGS__); putchar('\n'); exit(1); } while (0)
 
+#include "remap.h"
+
 static int expect_stale;
-static size_t page;
 
 static int (*stats_fn)(struct ummunot_ucx_stats *, size_t);
-
-static char *map_page(char *at)
-{
-	char *p = mmap(at, page, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | (at ? MAP_FIXED_NOREPLACE : 0), -1, 0);
-
-	if (p == MAP_FAILED || (at && p != at))
-		FAIL("mmap: %s", strerror(errno));
-	memset(p, 0x5a, page);
-	return p;
-}
-
-static void renew(char *p)
-{
-	if (munmap(p, page))
-		FAIL("munmap: %s", strerror(errno));
-	map_page(p);
-}
 
 static void get_put(ucs_rcache_t *rc, char *p)
 {

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "fake-driver.h"
+#include "remap.h"
 #include "ummunot-ucx.h"
 
 #define SMALL_REGION	64	/* the destroyed cache's region_struct_size */
@@ -47,7 +48,6 @@ static ucx_status_t (*create_fn)(const struct ucx_params_117 *, const char *, vo
 static void (*destroy_fn)(struct ucx_rcache *);
 static get7_fn get_fn;
 
-static size_t page;
 static unsigned int regs;		/* mem_reg calls that reached the driver */
 static struct ucx_rcache *old_rc, *new_rc;
 static char *buf_b;
@@ -89,24 +89,6 @@ static struct ucx_pgt_region *get(struct ucx_rcache *rc, char *at)
 	if (get_fn(rc, at, page, 1, PROT_READ | PROT_WRITE, NULL, &r) != UCX_OK)
 		FAIL("ucs_rcache_get failed");
 	return r;
-}
-
-static char *map_page(char *at)
-{
-	char *p = mmap(at, page, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | (at ? MAP_FIXED_NOREPLACE : 0), -1, 0);
-
-	if (p == MAP_FAILED || (at && p != at))
-		FAIL("mmap: %s", strerror(errno));
-	memset(p, 0x5a, page);
-	return p;
-}
-
-static void renew(char *p)
-{
-	if (munmap(p, page))
-		FAIL("munmap: %s", strerror(errno));
-	map_page(p);
 }
 
 /* Inside ucs_rcache_destroy(old_rc), after UCX freed it. */
