@@ -10,9 +10,10 @@
  * first cache, because -Bsymbolic binds the library's calls to itself.
  * A lookup that misses while the cache holds its region drops that region
  * (UCX's miss path invalidates what the unmap event queued) and registers
- * again.  Two hooks for tests/ucx/pgtable-driver.c: fake_ucs_destroy_hook
- * runs at the end of ucs_rcache_destroy(), after the cache's memory was
- * freed (where another thread may create a cache at the same address), and
+ * again.  Two hooks for tests/ucx/pgtable-driver.c: the function given to
+ * fake_ucs_set_destroy_hook() runs at the end of ucs_rcache_destroy(),
+ * after the cache's memory was freed (where another thread may create a
+ * cache at the same address), and
  * fake_pgtable_set() puts a region in a page table no cache owns;
  * fake_ucs_lookups() counts this copy's lookups (tests/ucx/two-copies.c).
  * Never installed.
@@ -29,9 +30,15 @@ struct ucx_pgtable {
 	struct ucx_pgt_region *only;
 };
 
-EXPORT void (*fake_ucs_destroy_hook)(void);
-/* This copy's page-table lookups: static, because an exported variable
- * would be the first copy's in every copy (the global scope wins). */
+/* Static, with a setter looked up in this copy: an exported variable would
+ * be the first copy's in every copy (the global scope wins). */
+static void (*destroy_hook)(void);
+
+EXPORT void fake_ucs_set_destroy_hook(void (*hook)(void))
+{
+	destroy_hook = hook;
+}
+/* This copy's page-table lookups (static for the same reason). */
 static unsigned long lookups;
 
 EXPORT unsigned long fake_ucs_lookups(void)
@@ -90,8 +97,8 @@ EXPORT void ucs_rcache_destroy(struct ucx_rcache *rc)
 		free(rc->pgtable.only);
 	}
 	free(rc);
-	if (fake_ucs_destroy_hook)
-		fake_ucs_destroy_hook();
+	if (destroy_hook)
+		destroy_hook();
 }
 
 EXPORT void fake_pgtable_set(struct ucx_pgtable *pgtable, struct ucx_pgt_region *region)

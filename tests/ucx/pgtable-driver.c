@@ -6,7 +6,7 @@
  * 1. A cache created at the address of one just destroyed.  UCX frees a
  *    destroyed cache inside ucs_rcache_destroy(); another thread may create
  *    a cache at the same address before destroy returns (the fake does it
- *    there, through fake_ucs_destroy_hook, so the window is always hit).
+ *    there, through fake_ucs_set_destroy_hook(), so the window is always hit).
  *    The new cache's lookups must reach the new cache's wrap.  The adapter
  *    that took a cache out of its table only after UCX's destroy found the
  *    old wrap for the new cache's page table (same address) and read the
@@ -113,7 +113,7 @@ int main(int argc, char **argv)
 	struct ucx_pgt_region *(*lookup_fn)(const struct ucx_pgtable *, ucx_pgt_addr_t);
 	ucx_status_t (*pgt_init_fn)(struct ucx_pgtable *, void *, void *);
 	void (*pgt_set_fn)(struct ucx_pgtable *, struct ucx_pgt_region *);
-	void (**hook)(void);
+	void (*set_hook)(void (*)(void));
 	int (*stats_fn)(struct ummunot_ucx_stats *, size_t);
 	struct ucx_pgt_region foreign, *r;
 	struct ummunot_ucx_stats st;
@@ -136,10 +136,10 @@ int main(int argc, char **argv)
 	*(void **)&lookup_fn = dlsym(RTLD_DEFAULT, "ucs_pgtable_lookup");
 	*(void **)&pgt_init_fn = dlsym(RTLD_DEFAULT, "ucs_pgtable_init");
 	*(void **)&pgt_set_fn = dlsym(RTLD_DEFAULT, "fake_pgtable_set");
-	*(void **)&hook = dlsym(RTLD_DEFAULT, "fake_ucs_destroy_hook");
+	*(void **)&set_hook = dlsym(RTLD_DEFAULT, "fake_ucs_set_destroy_hook");
 	*(void **)&stats_fn = dlsym(RTLD_DEFAULT, "ummunot_ucx_stats");
 	if (!create_fn || !destroy_fn || !get_fn || !lookup_fn || !pgt_init_fn || !pgt_set_fn ||
-	    !hook)
+	    !set_hook)
 		FAIL("the fake UCX at %s is incomplete", argv[1]);
 	adapter = stats_fn != NULL;
 	if (adapter == expect_stale)
@@ -152,9 +152,9 @@ int main(int argc, char **argv)
 	/* 1. A cache created at a destroyed cache's address, inside destroy. */
 	old_rc = cache(SMALL_REGION);
 	get(old_rc, buf_a);
-	*hook = create_in_destroy;
+	set_hook(create_in_destroy);
 	destroy_fn(old_rc);
-	*hook = NULL;
+	set_hook(NULL);
 	if (!new_rc)
 		FAIL("the fake's destroy hook did not run");
 	renew(buf_b);
