@@ -31,6 +31,8 @@
  *
  * Prints one line (rank 0):
  *   stale-buffer: op=send reuse=munmap size=1048576 iters=20: ok 20, stale 0, lost 0, corrupt 0
+ * Then every rank prints "stale-buffer: rank N: MPI_Finalize" before it
+ * calls MPI_Finalize() (tests/mpi/ucx/case.sh.in watches for it).
  * Exit status (every rank): --expect clean: 0 iff every iteration was ok;
  * --expect stale (a negative control): 0 iff at least one was not;
  * --expect report: 0.  1 on a failed expectation, 2 on a usage or setup
@@ -470,6 +472,9 @@ int main(int argc, char **argv)
 	if (win != MPI_WIN_NULL)
 		MPI_Win_free(&win);
 	MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
+	/* every verdict is out: what follows is the stack's own shutdown */
+	printf("stale-buffer: rank %d: MPI_Finalize\n", rank);
+	fflush(stdout);
 	MPI_Finalize();
 	return status;
 }
