@@ -99,7 +99,7 @@ struct entry {
 	}
 };
 
-// 88 bytes: a 96-byte malloc chunk (Documentation/performance.md counts it).
+// 88 bytes: a 96-byte malloc chunk (bench/cache-mem counts it).
 static_assert(sizeof(entry) == 88);
 
 inline constexpr std::size_t entry_priv_offset = (sizeof(entry) + 15) / 16 * 16;

@@ -67,7 +67,7 @@ public:
 		// a classic one a coin toss for the predictor).  Counting all
 		// 32 keys instead (independent loads, but 32 scalar compares:
 		// no 64-bit vector compare in the baseline ISA) measured about
-		// 10% slower on the hit (Documentation/performance.md).
+		// 10% slower on the hit (bench/cache-hit).
 		unsigned int upper(std::uint64_t s) const
 		{
 			if (n == 0)

@@ -2,7 +2,7 @@
 /*
  * libummunot-ucx: UCX's registration cache (ucs_rcache) fed from ummunot
  * instead of UCX's malloc/mmap hooks, for UCX releases that have no
- * external event source (Documentation/integration-guide.rst, "UCX").
+ * external event source (Documentation/integrate-ucx.rst).
  *
  * UCX's rcache learns of unmapped memory only through UCM_EVENT_VM_UNMAPPED
  * callbacks, and has no check at lookup time.  With UCX's hooks off, UCX

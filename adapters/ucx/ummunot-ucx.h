@@ -6,7 +6,7 @@
  * This header only declares its statistics, for tests and monitoring:
  * look the function up with dlsym(RTLD_DEFAULT, "ummunot_ucx_stats") so
  * that a program works with and without the adapter.
- * libummunot-ucx(7) and Documentation/integration-guide.rst describe it.
+ * libummunot-ucx(7) and Documentation/integrate-ucx.rst describe it.
  */
 #ifndef UMMUNOT_UMMUNOT_UCX_H
 #define UMMUNOT_UMMUNOT_UCX_H

@@ -26,7 +26,7 @@
  * lockdep splat, no WARNING) and scans kmemleak at the end of the suites.
  * Needs CONFIG_FAULT_INJECTION with failslab, fail_page_alloc,
  * fail_usercopy and debugfs: the 6.1-debug kernel (vm-suite.txt runs it
- * there only).  Documentation/vm-rig.rst has the figures.
+ * there only).  Its log has the figures.
  */
 #include "helpers.h"
 
