@@ -332,10 +332,11 @@ def md_fence_close(line, fence):
     return bool(m) and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence)
 
 
-def md_code_lines(page):
+def md_fenced(lines):
+    """The 1-based numbers of LINES inside fenced code, fences included."""
     code = set()
     fence = None
-    for i, line in enumerate(page.lines, 1):
+    for i, line in enumerate(lines, 1):
         if fence:
             code.add(i)
             if md_fence_close(line, fence):
@@ -346,6 +347,10 @@ def md_code_lines(page):
             fence = m.group(1)
             code.add(i)
     return code
+
+
+def md_code_lines(page):
+    return md_fenced(page.lines)
 
 
 # --------------------------------------------------------------- links
@@ -360,16 +365,10 @@ def md_slugs(path, cache={}):
         cache[path] = set()
         return cache[path]
     lines = text.split('\n')
-    fence = None
+    code = md_fenced(lines)
     heads = []
     for i, line in enumerate(lines):
-        if fence:
-            if md_fence_close(line, fence):
-                fence = None
-            continue
-        m = re.match(r'^\s{0,3}(`{3,}|~{3,})', line)
-        if m:
-            fence = m.group(1)
+        if i + 1 in code:
             continue
         h = re.match(r'^\s{0,3}#{1,6}\s+(.*?)(?:\s+#+)?\s*$', line)
         if h:
