@@ -159,11 +159,11 @@ int ummunot_cache::get(std::uint64_t addr, std::uint64_t len, int access,
 			if (r < 0)
 				return r;
 		}
-		rcu_read_lock();
+		unsigned int rt = rcu_read_lock();
 		// The root's acquire (in range_index::find()) pairs with the
 		// release store in range_index::publish().
 		e = entries_.find(a, b, access);
-		rcu_read_unlock();
+		rcu_read_unlock(rt);
 		if (e) {
 			hits_.inc();
 			*out = &e->pub;
@@ -333,16 +333,14 @@ entries::reclaim_batch ummunot_cache::end_writer(bool force_reclaim)
 	return entries_.take_reclaim(force_reclaim);
 }
 
-// Without mu_: an application thread inside its own liburcu-bp read
-// section may be waiting for mu_, and the grace period waits for it.  Only
-// this thread waits; others' writer sections go on (and detach no batch of
-// their own meanwhile).  Not inside the caller's own read section
-// (rcu_try_synchronize()): then the batch goes back for a later call.
+// Without mu_: a grace period waits for readers, and a reader may be
+// delayed (preempted) anywhere; only this thread waits, others' writer
+// sections go on (and detach no batch of their own meanwhile).
 void ummunot_cache::reclaim(entries::reclaim_batch &b)
 {
-	bool done = rcu_try_synchronize();
+	rcu_synchronize();
 	std::lock_guard<std::mutex> g(mu_);
-	entries_.finish_reclaim(b, done);
+	entries_.finish_reclaim(b);
 }
 
 // Copy the counters into the ring's user area (include/ummunot/user_area.h),

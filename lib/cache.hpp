@@ -5,8 +5,8 @@
 //
 //  * entries (lib/entries.hpp) own every entry and the index of their
 //    ranges, a copy-on-write B+tree (lib/index.hpp) that hits read under
-//    liburcu-bp's read lock; its life cycle: make, watch, publish, kill,
-//    finalize, retire, reclaim.
+//    the library's RCU read lock (lib/rcu.hpp); its life cycle: make,
+//    watch, publish, kill, finalize, retire, reclaim.
 //  * the event pump (lib/event_pump.hpp) drains the monitor's ring into the
 //    entries and says how far it got (the hit's first check).
 //  * the pin budget (lib/pin_budget.hpp) charges what the cache pins to its

@@ -350,22 +350,9 @@ entries::reclaim_batch entries::take_reclaim(bool force)
 	return b;
 }
 
-void entries::finish_reclaim(reclaim_batch &b, bool done)
+void entries::finish_reclaim(reclaim_batch &b)
 {
 	batches_out_--;
-	if (!done) {
-		// The caller is inside its own read-side critical section:
-		// a later writer section frees them.
-		while (entry *e = b.entries) {
-			b.entries = e->next;
-			e->next = retired_;
-			retired_ = e;
-		}
-		retired_bytes_ += b.entry_bytes;
-		index_.untake_retired(b.nodes);
-		b = {};
-		return;
-	}
 	while (entry *e = b.entries) {
 		b.entries = e->next;
 		free_entry(e);

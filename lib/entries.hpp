@@ -237,12 +237,10 @@ public:
 	// Free what was retired, after a grace period, when enough has piled
 	// up (force: anything at all, and the index's spare nodes).  In two
 	// steps, so that the grace period is waited for without the writer's
-	// lock (an application thread inside its own liburcu-bp read section
-	// may be waiting for that lock): take_reclaim() detaches what is due
-	// (nothing while another thread's batch is out, unless forced);
-	// finish_reclaim(), under the lock again, frees it after a grace
-	// period (done) or puts it back (not done: the caller was inside a
-	// read section).
+	// lock (other threads' writer sections go on meanwhile):
+	// take_reclaim() detaches what is due (nothing while another thread's
+	// batch is out, unless forced); finish_reclaim(), under the lock
+	// again after a grace period, frees it.
 	struct reclaim_batch {
 		entry *entries = nullptr;
 		std::size_t entry_bytes = 0;
@@ -251,7 +249,7 @@ public:
 		explicit operator bool() const { return entries || nodes.list; }
 	};
 	reclaim_batch take_reclaim(bool force);
-	void finish_reclaim(reclaim_batch &b, bool done);
+	void finish_reclaim(reclaim_batch &b);
 	// Destruction: everything goes (deregister: the backend's too).
 	void free_all(bool deregister);
 

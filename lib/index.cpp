@@ -373,16 +373,6 @@ range_index::retired_batch range_index::take_retired()
 	return b;
 }
 
-void range_index::untake_retired(retired_batch b)
-{
-	while (node *n = b.list) {
-		b.list = n->link;
-		n->link = retired_;
-		retired_ = n;
-		retired_nodes_++;
-	}
-}
-
 void range_index::free_retired(retired_batch b, bool trim)
 {
 	// Retired nodes become spare ones, up to as many as the tree has (a

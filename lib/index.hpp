@@ -146,14 +146,13 @@ public:
 	// The retired nodes, detached so that a grace period can be waited
 	// for without the writer's lock; after it (under the lock again)
 	// free_retired() frees them or keeps them as spares (trim: keep only
-	// a few); without one, untake_retired() puts them back.
+	// a few).
 	struct retired_batch {
 		node *list = nullptr;
 		std::size_t nodes = 0;
 	};
 	retired_batch take_retired();
 	void free_retired(retired_batch b, bool trim);
-	void untake_retired(retired_batch b);
 	// Both steps at once (a grace period has passed already).
 	void free_retired(bool trim = false) { free_retired(take_retired(), trim); }
 

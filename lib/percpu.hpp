@@ -26,7 +26,7 @@
 #include <sys/rseq.h>
 #endif
 
-#include "rcu.hpp"	// UMMUNOT_TSAN
+#include "tsan.hpp"
 
 #if defined(__x86_64__) && defined(RSEQ_SIG) && !defined(UMMUNOT_TSAN)
 #define UMMUNOT_PERCPU_RSEQ 1
@@ -35,6 +35,63 @@
 #endif
 
 namespace ummunot::detail {
+
+#if UMMUNOT_PERCPU_RSEQ
+// Adds 1 to the 64-bit word at base + cpu * 64 for the CPU the calling
+// thread runs on, inside a restartable sequence.  true: counted; false: the
+// CPU has no slot (cpu >= nr: nothing changed).  The caller checks that
+// rseq is registered (rseq_usable()).
+[[gnu::always_inline]] inline bool rseq_slot_inc(void *base, unsigned int nr)
+{
+	auto *rs = reinterpret_cast<struct rseq *>(
+		static_cast<char *>(__builtin_thread_pointer()) + __rseq_offset);
+	// 3: the critical section's descriptor (version 0, flags 0, start 1,
+	// length 2 - 1, abort 4).  1-2: load cpu_id (the kernel's, valid
+	// inside the section), refuse a CPU beyond the slots, add to its
+	// slot: the add is the commit.  4 (preceded by the signature glibc
+	// registered): the kernel's restart, which tries again.  rseq_cs is
+	// cleared after the commit, so that it never points into a library
+	// that may be unloaded.
+	__asm__ __volatile__ goto(
+		".pushsection __rseq_cs, \"aw\"\n\t"
+		".balign 32\n\t"
+		"3:\n\t"
+		".long 0x0, 0x0\n\t"
+		".quad 1f, (2f - 1f), 4f\n\t"
+		".popsection\n\t"
+		"5:\n\t"
+		"leaq 3b(%%rip), %%rax\n\t"
+		"movq %%rax, %[rseq_cs]\n\t"
+		"1:\n\t"
+		"movl %[cpu_id], %%eax\n\t"
+		"cmpl %[nr], %%eax\n\t"
+		"jae %l[no_slot]\n\t"
+		"shlq $6, %%rax\n\t"
+		"addq $1, (%[base], %%rax)\n\t"
+		"2:\n\t"
+		"movq $0, %[rseq_cs]\n\t"
+		".pushsection __rseq_failure, \"ax\"\n\t"
+		".long %c[sig]\n\t"
+		"4:\n\t"
+		"jmp 5b\n\t"
+		".popsection\n\t"
+		:
+		: [rseq_cs] "m"(rs->rseq_cs), [cpu_id] "m"(rs->cpu_id), [nr] "r"(nr),
+		  [base] "r"(base), [sig] "i"(RSEQ_SIG)
+		: "memory", "cc", "rax"
+		: no_slot);
+	return true;
+no_slot:
+	__atomic_store_n(&rs->rseq_cs, 0, __ATOMIC_RELAXED);
+	return false;
+}
+
+// glibc registered an rseq area with the fields used above.
+[[gnu::always_inline]] inline bool rseq_usable()
+{
+	return __rseq_size >= offsetof(struct rseq, rseq_cs) + sizeof(std::uint64_t);
+}
+#endif
 
 class percpu_counter {
 public:
@@ -55,8 +112,7 @@ public:
 	[[gnu::always_inline]] void inc()
 	{
 #if UMMUNOT_PERCPU_RSEQ
-		if (__rseq_size >= offsetof(struct rseq, rseq_cs) + sizeof(std::uint64_t) &&
-		    inc_rseq())
+		if (rseq_usable() && rseq_slot_inc(slots_.get(), nr_))
 			return;
 #endif
 		shared_.n.fetch_add(1, std::memory_order_relaxed);
@@ -71,55 +127,6 @@ public:
 	}
 
 private:
-#if UMMUNOT_PERCPU_RSEQ
-	// true: counted in this CPU's slot; false: the CPU has no slot.
-	[[gnu::always_inline]] bool inc_rseq()
-	{
-		auto *rs = reinterpret_cast<struct rseq *>(
-			static_cast<char *>(__builtin_thread_pointer()) + __rseq_offset);
-		slot *base = slots_.get();
-		// 3: the critical section's descriptor (version 0, flags 0,
-		// start 1, length 2 - 1, abort 4).  1-2: load cpu_id (the
-		// kernel's, valid inside the section), refuse a CPU beyond the
-		// slots, add to its slot: the add is the commit.  4 (preceded
-		// by the signature glibc registered): the kernel's restart,
-		// which tries again.  rseq_cs is cleared after the commit, so
-		// that it never points into a library that may be unloaded.
-		__asm__ __volatile__ goto(
-			".pushsection __rseq_cs, \"aw\"\n\t"
-			".balign 32\n\t"
-			"3:\n\t"
-			".long 0x0, 0x0\n\t"
-			".quad 1f, (2f - 1f), 4f\n\t"
-			".popsection\n\t"
-			"5:\n\t"
-			"leaq 3b(%%rip), %%rax\n\t"
-			"movq %%rax, %[rseq_cs]\n\t"
-			"1:\n\t"
-			"movl %[cpu_id], %%eax\n\t"
-			"cmpl %[nr], %%eax\n\t"
-			"jae %l[no_slot]\n\t"
-			"shlq $6, %%rax\n\t"
-			"addq $1, (%[base], %%rax)\n\t"
-			"2:\n\t"
-			"movq $0, %[rseq_cs]\n\t"
-			".pushsection __rseq_failure, \"ax\"\n\t"
-			".long %c[sig]\n\t"
-			"4:\n\t"
-			"jmp 5b\n\t"
-			".popsection\n\t"
-			:
-			: [rseq_cs] "m"(rs->rseq_cs), [cpu_id] "m"(rs->cpu_id), [nr] "r"(nr_),
-			  [base] "r"(base), [sig] "i"(RSEQ_SIG)
-			: "memory", "cc", "rax"
-			: no_slot);
-		return true;
-	no_slot:
-		__atomic_store_n(&rs->rseq_cs, 0, __ATOMIC_RELAXED);
-		return false;
-	}
-#endif
-
 	static_assert(sizeof(slot) == 64);
 	std::unique_ptr<slot[]> slots_;
 	unsigned int nr_ = 0;

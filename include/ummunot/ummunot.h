@@ -21,12 +21,11 @@
  *
  * Threads: any thread may call any function at any time, including from
  * pthread key destructors and during thread exit, with no registration;
- * the library's RCU (liburcu-bp) does not interfere with an application
- * or another library using liburcu itself.  One using liburcu-bp too shares
- * its grace periods and may call any function inside its own read-side
- * critical section, from any thread: the library waits for no grace period
- * in such a thread (it frees at a later call) nor while holding a lock
- * (Documentation/library.rst, "RCU: liburcu-bp").
+ * the library's RCU is its own (per-CPU counters and membarrier, no
+ * liburcu), so an application or another library using liburcu, any
+ * flavour, may call any function inside its own read-side critical
+ * section; the library never waits for a grace period while holding a
+ * lock (Documentation/library.rst, "RCU: the library's own").
  *
  * fork(): monitors and caches belong to the address space that created
  * them.  In a child process every call on one inherited from the parent returns

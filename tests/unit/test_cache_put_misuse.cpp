@@ -72,7 +72,7 @@ TEST_CASE("bogus puts racing with invalidations never leave a stale entry publis
 				std::this_thread::yield();
 				continue;
 			}
-			ummunot::detail::rcu_read_lock();
+			unsigned int rt = ummunot::detail::rcu_read_lock();
 			const ummunot_reg *t = target.load();
 			started = n;
 			for (int k = 0; k < 200 && t; k++) {
@@ -82,7 +82,7 @@ TEST_CASE("bogus puts racing with invalidations never leave a stale entry publis
 				else
 					other++;
 			}
-			ummunot::detail::rcu_read_unlock();
+			ummunot::detail::rcu_read_unlock(rt);
 			done = n;
 		}
 	});

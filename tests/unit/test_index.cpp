@@ -50,12 +50,12 @@ std::vector<entry *> all_working(const range_index &ix, std::uint64_t s, std::ui
 std::vector<entry *> all_published(const range_index &ix, std::uint64_t s, std::uint64_t e)
 {
 	std::vector<entry *> v;
-	ummunot::detail::rcu_read_lock();
+	unsigned int rt = ummunot::detail::rcu_read_lock();
 	ix.find(s, e, [&](entry *x) {
 		v.push_back(x);
 		return false;
 	});
-	ummunot::detail::rcu_read_unlock();
+	ummunot::detail::rcu_read_unlock(rt);
 	return v;
 }
 
@@ -303,13 +303,13 @@ TEST_CASE("index: readers under RCU while a writer inserts, erases and frees", "
 		while (!stop.load(std::memory_order_relaxed)) {
 			std::uint64_t i = rng() % slots;
 			std::uint64_t a = i * stride + (rng() % 0x1000) / 8 * 8, b = a + 8;
-			ummunot::detail::rcu_read_lock();
+			unsigned int rt = ummunot::detail::rcu_read_lock();
 			entry *got = ix.find(a, b, [&](entry *e) {
 				if (e->start() > a || e->end() < b)
 					wrong++;
 				return true;
 			});
-			ummunot::detail::rcu_read_unlock();
+			ummunot::detail::rcu_read_unlock(rt);
 			if (i % 2 == 0 && !got)
 				missing++;
 			lookups++;
@@ -386,9 +386,9 @@ TEST_CASE("index: find() covers a query from an earlier subtree at every level",
 	// [k, k + 2) pages straddles two small entries: only big covers it.
 	std::uint64_t found = 0, missed = 0;
 	for (std::uint64_t k = 1; k <= n; k++) {
-		ummunot::detail::rcu_read_lock();
+		unsigned int rt = ummunot::detail::rcu_read_lock();
 		entry *r = ix.find(k * pg, (k + 2) * pg, [](entry *) { return true; });
-		ummunot::detail::rcu_read_unlock();
+		ummunot::detail::rcu_read_unlock(rt);
 		(r == big ? found : missed)++;
 	}
 	CHECK(missed == 0);
