@@ -5,17 +5,19 @@
  * Two bounds, both checked when memory is about to be allocated:
  *
  *   max_user_memory      bytes of kernel memory (rings and regions) that the
- *                        files opened by one user (real uid of the opener)
- *                        may hold together, across all its files and
- *                        processes and its user namespaces.  Like
- *                        inotify's max_user_watches.
+ *                        files charged to one budget may hold together: a
+ *                        user's (real uid of the opener), across all its
+ *                        files and processes and the user namespaces it
+ *                        created, or a namespace's that global root created
+ *                        (a container's).  Like inotify's max_user_watches.
  *   max_regions_per_mm   regions that all files of one address space may
  *                        watch together.  It bounds the work one
  *                        invalidation does in the unmapping thread: at most
  *                        this many notifier callbacks.
  *
- * Each open file holds a reference on its user's and its mm's accounting
- * structure (small, refcounted, in a hash keyed by kuid or mm pointer); the
+ * Each open file holds a reference on its budget's and its mm's accounting
+ * structure (small, refcounted, in a hash keyed by kuid, user namespace or
+ * mm pointer); the
  * structure goes away with the last file.  Charges are reservations made
  * with atomic add-and-check before allocating, so a user can never hold
  * more than the limit; two concurrent charges near the limit may both fail
@@ -40,7 +42,13 @@
 
 struct ummunot_user {
 	struct hlist_node node;
+	/*
+	 * The budget: a user (ns NULL, uid the user) or a user namespace
+	 * that global root created (ns, identity only: every file charged
+	 * to it pins it through its f_cred; uid its owner, root).
+	 */
 	kuid_t uid;
+	const struct user_namespace *ns;
 	refcount_t ref;			/* open files of this user */
 	atomic_long_t memory;		/* bytes charged */
 	atomic_long_t regions;
@@ -74,31 +82,47 @@ unsigned long ummunot_region_charge(void)
 }
 
 /*
- * The user a file is charged to.  In the initial user namespace, the
- * opener's real uid.  In a user namespace, the owner of the outermost
- * namespace of the opener's chain (the child of init_user_ns): whoever
- * created it, typically an unprivileged user mapping a range of subordinate
- * uids to the namespace's users.  Charging the real uid there would give
- * that user the limit once per uid of the range.
+ * The budget a file is charged to, from its opener's credentials.
  *
+ * In the initial user namespace: the opener's real uid.
+ *
+ * In a user namespace: decided by the outermost namespace of the opener's
+ * chain (the child of init_user_ns).  If an unprivileged user created it,
+ * that user (its owner): such a user typically maps a range of subordinate
+ * uids to the namespace's users (newuidmap, /etc/subuid), and charging the
+ * real uid there would give the user the limit once per uid of the range.
  * This is what the kernel's ucounts do for inotify (kernel/ucount.c,
  * inc_ucount()): a charge in namespace ns for uid is also made, level by
  * level, in ns->parent for ns->owner, up to init_user_ns, each level
- * against that level's limit.  ucount types cannot be added outside the
- * kernel, and this module has one limit for every level, so the outermost
- * level is the only one that can refuse: a charge that fits there fits at
- * every level below (each holds a subset of it).  A namespace's parent and
- * owner never change, and the opener's cred pins its namespace.
+ * against that level's limit; with one limit for every level, the
+ * outermost level is the only one that can refuse.
+ *
+ * If global root created it (a container runtime: rootful podman or LXD
+ * with a user namespace, Kubernetes pods with hostUsers: false), that
+ * namespace has a budget of its own, shared by everything in it and in the
+ * namespaces nested in it: one container cannot use up another's, or host
+ * root's.  Only root creates such budgets; a setuid-root program that
+ * creates user namespaces for unprivileged users gives each of them one
+ * (the memory is still charged to the opener's memory cgroup).
+ *
+ * A namespace's parent and owner never change, and the opener's cred pins
+ * its namespace and, through it, every ancestor.
  */
-static kuid_t ummunot_charged_uid(const struct cred *cred)
+static void ummunot_budget_of(const struct cred *cred, kuid_t *uid,
+			      const struct user_namespace **ns)
 {
-	const struct user_namespace *ns = cred->user_ns;
+	const struct user_namespace *n = cred->user_ns;
 
-	if (ns == &init_user_ns)
-		return cred->uid;
-	while (ns->parent != &init_user_ns)
-		ns = ns->parent;
-	return ns->owner;
+	*ns = NULL;
+	if (n == &init_user_ns) {
+		*uid = cred->uid;
+		return;
+	}
+	while (n->parent != &init_user_ns)
+		n = n->parent;
+	*uid = n->owner;
+	if (uid_eq(n->owner, GLOBAL_ROOT_UID))
+		*ns = n;
 }
 
 /* Like epoll's max_user_watches: 4% of memory. */
@@ -120,9 +144,13 @@ void ummunot_limits_init(unsigned int region_object_size)
 
 struct ummunot_user *ummunot_user_get(void)
 {
-	kuid_t uid = ummunot_charged_uid(current_cred());
-	u32 key = from_kuid_munged(&init_user_ns, uid);
+	const struct user_namespace *ns;
 	struct ummunot_user *u, *nu;
+	kuid_t uid;
+	u32 key;
+
+	ummunot_budget_of(current_cred(), &uid, &ns);
+	key = ns ? hash_ptr(ns, 32) : from_kuid_munged(&init_user_ns, uid);
 
 	nu = kzalloc(sizeof(*nu), GFP_KERNEL_ACCOUNT);
 	if (!nu)
@@ -130,7 +158,7 @@ struct ummunot_user *ummunot_user_get(void)
 
 	spin_lock(&ummunot_limits_lock);
 	hash_for_each_possible(ummunot_users, u, node, key) {
-		if (uid_eq(u->uid, uid)) {
+		if (u->ns == ns && uid_eq(u->uid, uid)) {
 			refcount_inc(&u->ref);
 			spin_unlock(&ummunot_limits_lock);
 			kfree(nu);
@@ -138,6 +166,7 @@ struct ummunot_user *ummunot_user_get(void)
 		}
 	}
 	nu->uid = uid;
+	nu->ns = ns;
 	refcount_set(&nu->ref, 1);
 	hash_add(ummunot_users, &nu->node, key);
 	spin_unlock(&ummunot_limits_lock);
@@ -246,9 +275,11 @@ void ummunot_regions_uncharge(struct ummunot_user *u, struct ummunot_mm_acct *a,
 }
 
 /*
- * /sys/class/misc/ummunot/users (root only): one line per user holding
- * anything, "uid memory_bytes regions rings", after a header line.  One
- * page at most; a last line "..." says that users were left out.
+ * /sys/class/misc/ummunot/users (root only): one line per budget holding
+ * anything, "uid memory_bytes regions rings userns", after a header line:
+ * userns is 0 for a user's budget, the inode number of the namespace (as in
+ * /proc/PID/ns/user) for a namespace's, whose uid is its owner's (0).  One
+ * page at most; a last line "..." says that budgets were left out.
  */
 static ssize_t users_show(struct device *dev, struct device_attribute *attr,
 			  char *buf)
@@ -257,17 +288,18 @@ static ssize_t users_show(struct device *dev, struct device_attribute *attr,
 	unsigned int bkt;
 	int len;
 
-	len = sysfs_emit(buf, "uid memory regions rings\n");
+	len = sysfs_emit(buf, "uid memory regions rings userns\n");
 	spin_lock(&ummunot_limits_lock);
 	hash_for_each(ummunot_users, bkt, u, node) {
 		char line[80];
 		int n;
 
-		n = scnprintf(line, sizeof(line), "%u %ld %ld %ld\n",
+		n = scnprintf(line, sizeof(line), "%u %ld %ld %ld %u\n",
 			      from_kuid_munged(&init_user_ns, u->uid),
 			      atomic_long_read(&u->memory),
 			      atomic_long_read(&u->regions),
-			      atomic_long_read(&u->rings));
+			      atomic_long_read(&u->rings),
+			      u->ns ? u->ns->ns.inum : 0);
 		if (len + n > PAGE_SIZE - 5) {
 			len += sysfs_emit_at(buf, len, "...\n");
 			break;

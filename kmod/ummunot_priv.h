@@ -92,12 +92,13 @@ struct ummunot_mm_acct;
 
 struct ummunot_ctx {
 	struct mm_struct *mm;		/* mmgrab()ed at open */
-	struct ummunot_user *user;	/* the opener's (real uid) */
+	struct ummunot_user *user;	/* the opener's budget (ummunot_limits.c) */
 	struct ummunot_mm_acct *mm_acct;
 	unsigned long ring_charge;	/* bytes charged for the ring */
 	struct mutex lock;
 	/* The ring's producer side and the regions' armed state: the
-	 * notifier's non-blockable section takes only this lock. */
+	 * notifier's non-blockable section takes only this lock.
+	 */
 	spinlock_t event_lock;
 	struct ummunot_ring *ring;	/* NULL until HELLO */
 	wait_queue_head_t wq;

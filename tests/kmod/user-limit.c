@@ -33,14 +33,17 @@ static bool user_use(unsigned int uid, long *memory, long *regions)
 	if (!f)
 		t_fail("open %s: %s", USERS_FILE, t_errname(errno));
 	if (!fgets(line, sizeof(line), f) ||
-	    strcmp(line, "uid memory regions rings\n"))
+	    strcmp(line, "uid memory regions rings userns\n"))
 		t_fail("%s: unexpected header '%s'", USERS_FILE, line);
 	while (fgets(line, sizeof(line), f)) {
 		unsigned int u;
+		unsigned long ns;
 		long m, r, n;
 
-		if (sscanf(line, "%u %ld %ld %ld", &u, &m, &r, &n) != 4)
+		if (sscanf(line, "%u %ld %ld %ld %lu", &u, &m, &r, &n, &ns) != 5)
 			t_fail("%s: bad line '%s'", USERS_FILE, line);
+		if (ns)
+			continue;	/* a container's budget */
 		if (u == uid) {
 			*memory = m;
 			*regions = r;

@@ -47,6 +47,10 @@ grep -qx 'limits:          max_user_memory=82497536 max_regions_per_mm=131072' "
 	fail "--users: limits line: $(head -n 1 "$out")"
 [ "$(awk '$1 == "65534" { print $2, $3, $4, $5 }' "$out")" = "1048568 1.3 7649 1" ] ||
 	fail "--users: uid 65534 row: $(cat "$out")"
+[ "$(awk '$6 == "4026532290" { print $1, $2, $4, $5 }' "$out")" = "0 41216 40 1" ] ||
+	fail "--users: a container's budget (userns 4026532290): $(cat "$out")"
+[ "$(awk '$1 == "65534" { print $6 }' "$out")" = "-" ] ||
+	fail "--users: a user's budget shows no userns: $(cat "$out")"
 run 2 --root "$loaded" --users --json
 run 2 --root "$loaded" --users --clients
 run 3 --root "$unloaded" --users

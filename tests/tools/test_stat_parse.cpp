@@ -193,6 +193,16 @@ TEST_CASE("parse_users: header, lines, truncation; malformed is an error")
 	      EXIT_FAILURE_OTHER);
 	CHECK(code_of([&] { parse_users("uid memory regions rings\n...\n1 2 3 4\n", t); }) ==
 	      EXIT_FAILURE_OTHER);
+	// With the userns column: a container's budget by its namespace.
+	parse_users("uid memory regions rings userns\n0 2048 5 1 0\n0 4096 9 1 4026532290\n", t);
+	REQUIRE(t.users.size() == 2);
+	CHECK(t.users[0].userns == 0);
+	CHECK(t.users[1].userns == 4026532290u);
+	CHECK(t.users[1].regions == 9);
+	CHECK(code_of([&] { parse_users("uid memory regions rings userns\n0 1 2 3\n", t); }) ==
+	      EXIT_FAILURE_OTHER);
+	CHECK(code_of([&] { parse_users("uid memory regions rings\n0 1 2 3 4\n", t); }) ==
+	      EXIT_FAILURE_OTHER);
 }
 
 TEST_CASE("collect_users reads the fixture tree's users file and limits")
@@ -201,13 +211,16 @@ TEST_CASE("collect_users reads the fixture tree's users file and limits")
 	auto t = collect_users(p);
 	CHECK(t.max_user_memory == 82497536u);
 	CHECK(t.max_regions_per_mm == 131072u);
-	REQUIRE(t.users.size() == 2);
+	REQUIRE(t.users.size() == 3);
 	CHECK(t.users[0].uid == 0);
 	CHECK(t.users[0].memory == 275280);
+	CHECK(t.users[2].userns == 4026532290u);
 	std::string text = render_users_text(t);
 	CHECK(text.find("max_user_memory=82497536 max_regions_per_mm=131072") !=
 	      std::string::npos);
-	CHECK(text.find("     65534        1048568    1.3       7649      1\n") !=
+	CHECK(text.find("     65534        1048568    1.3       7649      1          -\n") !=
+	      std::string::npos);
+	CHECK(text.find("         0          41216    0.0         40      1 4026532290\n") !=
 	      std::string::npos);
 	system_paths u{std::string(FIXTURES) + "/root-unloaded"};
 	CHECK(code_of([&] { collect_users(u); }) == EXIT_NOT_LOADED);

@@ -265,7 +265,7 @@ std::pair<unsigned, unsigned> parse_devnum(std::string_view s)
 
 void parse_users(std::string_view text, users_table &t)
 {
-	std::size_t pos = 0;
+	std::size_t pos = 0, cols = 4;
 	bool header = true;
 
 	t.users.clear();
@@ -277,7 +277,11 @@ void parse_users(std::string_view text, users_table &t)
 		pos = nl == std::string_view::npos ? text.size() : nl + 1;
 		line = trim(line);
 		if (header) {
-			if (line != "uid memory regions rings")
+			// Modules of ummunot 0.3 and earlier print no userns
+			// column.
+			if (line == "uid memory regions rings userns")
+				cols = 5;
+			else if (line != "uid memory regions rings")
 				bad("users: unexpected header", line);
 			header = false;
 			continue;
@@ -291,8 +295,10 @@ void parse_users(std::string_view text, users_table &t)
 			continue;
 		}
 		std::vector<std::string_view> w = words(line);
-		if (w.size() != 4)
-			bad("users: expected 'uid memory regions rings'", line);
+		if (w.size() != cols)
+			bad(cols == 4 ? "users: expected 'uid memory regions rings'"
+				      : "users: expected 'uid memory regions rings userns'",
+			    line);
 		std::uint64_t uid = parse_u64(w[0]);
 		if (uid > 0xffffffffULL)
 			bad("users: uid out of range", line);
@@ -301,6 +307,12 @@ void parse_users(std::string_view text, users_table &t)
 		u.memory = parse_u64(w[1]);
 		u.regions = parse_u64(w[2]);
 		u.rings = parse_u64(w[3]);
+		if (cols == 5) {
+			std::uint64_t ns = parse_u64(w[4]);
+			if (ns > 0xffffffffULL)
+				bad("users: userns out of range", line);
+			u.userns = static_cast<std::uint32_t>(ns);
+		}
 		t.users.push_back(u);
 	}
 	if (header)

@@ -274,18 +274,21 @@ std::string render_users_text(const users_table &t)
 	std::string o;
 	o += "limits:          max_user_memory=" + opt_u64(t.max_user_memory) +
 	     " max_regions_per_mm=" + opt_u64(t.max_regions_per_mm) + "\n";
-	o += fmt("%10s %14s %6s %10s %6s\n", "UID", "MEMORY", "USE%", "REGIONS",
-		 "RINGS");
+	o += fmt("%10s %14s %6s %10s %6s %10s\n", "UID", "MEMORY", "USE%", "REGIONS",
+		 "RINGS", "USERNS");
 	for (const user_use &u : t.users) {
 		std::string use = "-";
 		if (t.max_user_memory && *t.max_user_memory)
 			use = fmt("%.1f", 100.0 * static_cast<double>(u.memory) /
 					  static_cast<double>(*t.max_user_memory));
-		o += fmt("%10" PRIu32 " %14" PRIu64 " %6s %10" PRIu64 " %6" PRIu64 "\n",
-			 u.uid, u.memory, use.c_str(), u.regions, u.rings);
+		// USERNS: the budget of a user namespace global root created
+		// (a container's), "-" for a user's.
+		std::string ns = u.userns ? fmt("%" PRIu32, u.userns) : "-";
+		o += fmt("%10" PRIu32 " %14" PRIu64 " %6s %10" PRIu64 " %6" PRIu64 " %10s\n",
+			 u.uid, u.memory, use.c_str(), u.regions, u.rings, ns.c_str());
 	}
 	if (t.truncated)
-		o += "(the kernel listed only these users)\n";
+		o += "(the kernel listed only these budgets)\n";
 	return o;
 }
 

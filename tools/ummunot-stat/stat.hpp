@@ -117,9 +117,11 @@ inline constexpr counter<client_stats> client_counters[] = {
 	{"overflows", &client_stats::overflows},
 };
 
-// One line of /sys/class/misc/ummunot/users.
+// One line of /sys/class/misc/ummunot/users: a user's budget (userns 0) or
+// that of a user namespace global root created (its inode number; uid 0).
 struct user_use {
 	std::uint32_t uid = 0;
+	std::uint32_t userns = 0;
 	std::uint64_t memory = 0, regions = 0, rings = 0;
 };
 
