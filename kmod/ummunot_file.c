@@ -6,8 +6,12 @@
  * A file belongs to the address space that opened it.  Every ioctl and mmap
  * checks current->mm against it first and fails with -EPERM otherwise, and
  * poll reports EPOLLERR, so a forked child or a process that received the
- * descriptor can neither read nor change the owner's state, nor learn when
- * the owner's memory changes.
+ * descriptor can neither read nor change the owner's state.  It can learn
+ * when the owner's watched memory changed, though not what: an epoll
+ * instance it shares with the owner (inherited over fork, or received) is
+ * woken by the owner's events like any waiter on the file, and then polls
+ * the file from the other address space, which reports EPOLLERR at that
+ * moment.
  */
 #include <linux/fs.h>
 #include <linux/poll.h>

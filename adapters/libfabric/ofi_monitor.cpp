@@ -457,6 +457,15 @@ void *evictor_main(void *arg)
 	{
 		std::lock_guard<std::mutex> g(s->mu);
 		fd = ummunot_monitor_fd(s->mon.load(std::memory_order_relaxed));
+		// glibc gives a thread its own malloc arena at its first
+		// allocation: a new mapping of 64 MiB or more.  Take it here,
+		// at start, and not in the first round, which runs while the
+		// application is between the munmap() that fired and the mmap()
+		// that reuses the address (an mmap() with the old address as its
+		// hint then lands elsewhere: tests/ofi's fork-munmap case saw
+		// it).  A round of up to 256 fired regions then allocates nothing.
+		s->unreg.reserve(256);
+		s->dead.reserve(256);
 	}
 	pollfd p[2] = {{fd, POLLIN, 0}, {s->wake_fd, POLLIN, 0}};
 

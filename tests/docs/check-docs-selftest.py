@@ -95,7 +95,7 @@ Start at [the docs](Documentation/good.rst) and `Documentation/good.md`;
 history in NEWS.
 """
 
-GOOD_MAN = r""".TH GOOD 7 "" "" ""
+GOOD_MAN = r""".TH GOOD 7 2026-01-01 "ummunot 9.8.7" "Miscellaneous Information Manual"
 .SH NAME
 good \- a page
 .SH SEE ALSO
@@ -144,7 +144,11 @@ BAD = {
                                       [(6, 'generated'), (8, 'generated'), (10, 'generated')]),
     'Documentation/bad-docutils.rst': (HEAD + 'A longer title\n======\n\ntext\n', [(7, 'docutils')]),
     'man/man7/bad.7': ('.TH BAD 7 "" "" ""\n.SH NAME\nbad \\- page\n.SH SEE ALSO\n'
-                       'Documentation/none\\-such.rst\n.XYZ\n', [(5, 'link'), (6, 'groff')]),
+                       'Documentation/none\\-such.rst\n.XYZ\n',
+                       [(1, 'version'), (5, 'link'), (6, 'groff')]),
+    'man/man3/bad_version.3': ('.TH BAD_VERSION 3 2026-01-01 "libummunot 9.8" "libummunot Manual"\n'
+                               '.SH NAME\nbad_version \\- page\n', [(1, 'version')]),
+    'dkms.conf': ('PACKAGE_NAME="ummunot"\nPACKAGE_VERSION="9.8.6"\n', [(2, 'version')]),
 }
 
 
@@ -164,6 +168,11 @@ def build(root, bad):
     write(root, 'README.md', GOOD_README)
     write(root, 'man/man7/good.7', GOOD_MAN)
     write(root, 'gen.py', GEN)
+    # One version, stated everywhere the version rule looks.
+    write(root, 'meson.build', "project('ummunot', 'c',\n  version : '9.8.7',\n)\n")
+    write(root, 'debian/changelog', 'ummunot (9.8.7) unstable; urgency=medium\n')
+    write(root, 'dkms.conf', 'PACKAGE_NAME="ummunot"\nPACKAGE_VERSION="9.8.7"\n')
+    write(root, 'kmod/ummunot_main.c', '#define UMMUNOT_MODULE_VERSION\t"9.8.7"\n')
     if bad:
         for rel, (text, _) in BAD.items():
             write(root, rel, text)

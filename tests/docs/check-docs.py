@@ -64,6 +64,11 @@ generated  every generated block matches its command.  rst:
            the closing marker.  A missing command, a non-zero exit or a
            difference fails (with a short unified diff).  The rules date,
            issue, branch, journal and link do not look inside a block.
+version    every place that states the package's version states
+           meson.build's project version V: debian/changelog's first entry,
+           dkms.conf's PACKAGE_VERSION, the module's UMMUNOT_MODULE_VERSION
+           (kmod/ummunot_main.c), and each man page's .TH source field
+           ("libummunot V" in man3, "ummunot V" elsewhere).
 """
 import bisect
 import difflib
@@ -586,6 +591,40 @@ def check_groff(root, path):
 
 # --------------------------------------------------------------- main
 
+def check_versions(root, mans):
+    def first(rel, pattern):
+        path = os.path.join(root, rel)
+        with open(path, encoding='utf-8') as f:
+            for n, line in enumerate(f, 1):
+                m = re.search(pattern, line)
+                if m:
+                    return n, m.group(1)
+        fail(rel, 1, 'version', 'no line matching %s' % pattern)
+        return None, None
+
+    _, v = first('meson.build', r"^\s*version\s*:\s*'([^']+)'")
+    if not v:
+        return
+    for rel, pattern in (('debian/changelog', r'^ummunot \(([^)]+)\)'),
+                         ('dkms.conf', r'^PACKAGE_VERSION="([^"]+)"'),
+                         ('kmod/ummunot_main.c', r'#define UMMUNOT_MODULE_VERSION\s+"([^"]+)"')):
+        n, got = first(rel, pattern)
+        if got and got != v:
+            fail(rel, n, 'version', 'states %s, meson.build %s' % (got, v))
+    for path in mans:
+        rel = os.path.relpath(path, root)
+        want = ('libummunot ' if rel.startswith(os.path.join('man', 'man3') + os.sep)
+                else 'ummunot ') + v
+        with open(path, encoding='utf-8') as f:
+            for n, line in enumerate(f, 1):
+                if line.startswith('.TH '):
+                    words = shlex.split(line)
+                    got = words[4] if len(words) > 4 else ''
+                    if got != want:
+                        fail(rel, n, 'version', '.TH source "%s", want "%s"' % (got, want))
+                    break
+
+
 def pages_of(root):
     found = []
     for dp, dn, fn in os.walk(os.path.join(root, 'Documentation')):
@@ -634,6 +673,7 @@ def main(argv):
     for path in mans:
         check_groff(root, path)
         check_man_mentions(lc, root, path)
+    check_versions(root, mans)
 
     bad_files = len({f[0] for f in failures})
     print('check-docs: %d pages, %d man pages, %d generated blocks: %d failures in %d files'

@@ -69,6 +69,10 @@ int main(int argc, char **argv)
 	T_EQ("abi_version", UMMUNOT_ABI_VERSION, h.abi_version);
 	T_EQ("supported_features has all of V1", UMMUNOT_FEATURES_V1,
 	     h.supported_features & UMMUNOT_FEATURES_V1);
+	/* REARM waits (tests/kmod/rearm-inflight): a module that does says so. */
+	T_ASSERT(h.supported_features & UMMUNOT_FEATURE_REARM_WAIT,
+		 "supported_features 0x%llx without REARM_WAIT",
+		 (unsigned long long)h.supported_features);
 	T_EQ("granted = requested & supported",
 	     (UMMUNOT_FEATURES_V1 | (1ULL << 40)) & h.supported_features, h.features);
 	T_EQ("ring_entries (0 -> default_ring_entries)", def, h.ring_entries);

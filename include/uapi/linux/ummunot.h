@@ -53,17 +53,25 @@
  * UMMUNOT_FEATURE_STATS: UMMUNOT_IOC_GET_STATS is available.
  * UMMUNOT_FEATURE_USER_AREA: the ring's header page has a user area that
  *	the kernel shows in /proc/PID/fdinfo (see UMMUNOT_RING_USER_AREA_*).
+ * UMMUNOT_FEATURE_REARM_WAIT: REARM returns once every invalidation in
+ *	flight over its regions has finished changing their pages, as
+ *	REGISTER does (a kernel without this bit in supported_features may
+ *	return at once: re-pinning right after it can take pages that the
+ *	running invalidation then drops).  A behaviour, not an option: the
+ *	kernel waits whether or not it was asked for.
  */
 #define UMMUNOT_FEATURE_RING_GENERATION	(1ULL << 0)
 #define UMMUNOT_FEATURE_EVENT_FILTER	(1ULL << 1)
 #define UMMUNOT_FEATURE_BATCH		(1ULL << 2)
 #define UMMUNOT_FEATURE_STATS		(1ULL << 3)
 #define UMMUNOT_FEATURE_USER_AREA	(1ULL << 4)
+#define UMMUNOT_FEATURE_REARM_WAIT	(1ULL << 5)
 #define UMMUNOT_FEATURES_V1		(UMMUNOT_FEATURE_RING_GENERATION | \
 					 UMMUNOT_FEATURE_EVENT_FILTER | \
 					 UMMUNOT_FEATURE_BATCH | \
 					 UMMUNOT_FEATURE_STATS | \
-					 UMMUNOT_FEATURE_USER_AREA)
+					 UMMUNOT_FEATURE_USER_AREA | \
+					 UMMUNOT_FEATURE_REARM_WAIT)
 
 /*
  * Event types.  Values are this ABI's own, not the kernel's internal
