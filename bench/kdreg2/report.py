@@ -76,6 +76,85 @@ def rows_of(d):
     return out
 
 
+# ------------------------------------------- the documentation's blocks
+# (scripts/docs-results render kdreg2 | kdreg2-correctness, from the run
+# committed in Documentation/results/kdreg2/: meta.json and one
+# <kernel>.json per kernel)
+
+def load(d):
+    """(meta, [(kernel, results)]) of a run directory."""
+    with open(os.path.join(d, "meta.json")) as f:
+        meta = json.load(f)
+    runs = []
+    for k in meta["kernels"]:
+        with open(os.path.join(d, k + ".json")) as f:
+            runs.append((k, json.load(f)))
+    return meta, runs
+
+
+def stamp(meta):
+    return (f"Run of {meta['date']}, ummunot {meta['commit']}, kdreg2 "
+            f"{meta['kdreg2_commit']}, `bench/kdreg2/run` ({meta['mode']}), in QEMU/TCG "
+            f"guests on a {meta['host_cpus']}-CPU host: times are emulated, read the ratios.")
+
+
+def timed_md(d):
+    meta, runs = load(d)
+    out = ["*" + stamp(meta) + "*", ""]
+    for k, r in runs:
+        out += [f"Kernel {r.get('kernel', k)}:", "",
+                "| row | ummunot | kdreg2 | ratio (ummunot / kdreg2) |", "|---|---|---|---|"]
+        out += ["| " + " | ".join(row) + " |" for row in rows_of(r)]
+        out.append("")
+    return out
+
+
+def correctness_cells(r):
+    """The correctness rows of one kernel: [(row, ummunot, kdreg2)]."""
+    out = []
+    if "visible" in r:
+        v, n = r["visible"], r["visible"]["iterations_per_op"]
+        ops = ("munmap", "map_fixed", "mremap", "madv_dontneed")
+        late = {m: sum(v[m][op]["late"] for op in ops) for m in ("ummunot", "kdreg2")}
+        out.append(("late at return: 4 calls, a second thread on the file",
+                    f"{late['ummunot']:,} of {4 * n:,}", f"{late['kdreg2']:,} of {4 * n:,}"))
+    if "parked" in r:
+        p = r["parked"]
+        out.append(("stale at return: munmap, a thread parked in a fault",
+                    f"{p['ummunot']['stale_at_return']} of {p['munmaps']}",
+                    f"{p['kdreg2']['stale_at_return']} of {p['munmaps']}"))
+    for name, what in (("fork", "fork()"), ("mprotect", "mprotect()")):
+        if name in r:
+            f = r[name]
+            out.append((f"false invalidations: {what}, {f['regions']} regions",
+                        f"{f['ummunot']:,}", f"{f['kdreg2']:,}"))
+    if "ksm" in r and "skipped" not in r["ksm"]:
+        k = r["ksm"]
+        out.append(("KSM merge of 2 watched pages: reported",
+                    f"{k['ummunot']['reported']} of 2", f"{k['kdreg2']['reported']} of 2"))
+    return out
+
+
+def correctness_rst(d):
+    meta, runs = load(d)
+    names = [row for row, _, _ in correctness_cells(runs[0][1])]
+    hdr = ["row"]
+    for k, _ in runs:
+        hdr += [f"{k} ummunot", f"{k} kdreg2"]
+    table = []
+    for i, name in enumerate(names):
+        cells = [name]
+        for _, r in runs:
+            c = correctness_cells(r)
+            cells += [c[i][1], c[i][2]] if i < len(c) and c[i][0] == name else ["-", "-"]
+        table.append(cells)
+    w = [max(len(x[j]) for x in table + [hdr]) for j in range(len(hdr))]
+    sep = "  ".join("=" * x for x in w)
+    line = lambda cells: "  ".join(c.ljust(x) for c, x in zip(cells, w)).rstrip()
+    return ["*" + stamp(meta).replace("`", "``") + "*", "", sep, line(hdr), sep] + \
+        [line(c) for c in table] + [sep]
+
+
 def main():
     for path in sys.argv[1:]:
         with open(path) as f:
