@@ -3,6 +3,7 @@
 #include "helpers.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <sys/ioctl.h>
@@ -734,4 +735,51 @@ int t_wait_child(pid_t pid)
 	if (!WIFEXITED(st))
 		t_fail("child killed by signal %d", WTERMSIG(st));
 	return WEXITSTATUS(st);
+}
+
+void t_become(uid_t uid)
+{
+	if (setgroups(0, NULL) || setresgid(uid, uid, uid) ||
+	    setresuid(uid, uid, uid))
+		t_fail("cannot become uid %u: %s", uid, t_errname(errno));
+}
+
+void t_write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY);
+
+	if (fd < 0 || write(fd, s, strlen(s)) != (ssize_t)strlen(s))
+		t_fail("write %s '%s': %s", path, s, t_errname(errno));
+	close(fd);
+}
+
+bool t_users_budget(unsigned int uid, unsigned long userns, long *memory, long *regions)
+{
+	static const char path[] = "/sys/class/misc/ummunot/users";
+	char line[256];
+	bool found = false;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		t_fail("open %s: %s", path, t_errname(errno));
+	if (!fgets(line, sizeof(line), f) ||
+	    strcmp(line, "uid memory regions rings userns\n"))
+		t_fail("%s: unexpected header '%s'", path, line);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long ns;
+		unsigned int u;
+		long m, r, n;
+
+		if (!strcmp(line, "...\n"))
+			break;
+		if (sscanf(line, "%u %ld %ld %ld %lu", &u, &m, &r, &n, &ns) != 5)
+			t_fail("%s: bad line '%s'", path, line);
+		if (u == uid && ns == userns) {
+			*memory = m;
+			*regions = r;
+			found = true;
+		}
+	}
+	fclose(f);
+	return found;
 }

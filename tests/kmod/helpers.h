@@ -218,6 +218,17 @@ long long t_param_get(const char *name);
 void t_param_set(const char *name, long long value);
 void t_param_restore_all(void);
 
+/*
+ * /sys/class/misc/ummunot/users: the line of the budget (@uid, @userns)
+ * (userns 0: a user's budget; else a namespace's inode number), its memory
+ * and regions; false if it has no line.  Fails the test on a malformed file.
+ */
+bool t_users_budget(unsigned int uid, unsigned long userns, long *memory, long *regions);
+/* setgroups(0) and all three uids and gids to @uid; fails the test if not. */
+void t_become(uid_t uid);
+/* Write @s to @path (a /proc or /sys file); fails the test if not whole. */
+void t_write_file(const char *path, const char *s);
+
 /* /sys/module/ummunot/refcnt, or -1 when the module is not loaded. */
 long t_module_refcnt(void);
 bool t_module_loaded(void);

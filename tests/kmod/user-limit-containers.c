@@ -29,42 +29,17 @@
 
 #define NR_INNER	9
 #define LIMIT		(512 * 1024)	/* bytes */
-#define USERS_FILE	"/sys/class/misc/ummunot/users"
 
 /* The users file's line for (@uid, @userns): its regions; -1 if absent. */
 static long budget_regions(unsigned int uid, unsigned long userns)
 {
-	char line[256];
-	long found = -1;
-	FILE *f = fopen(USERS_FILE, "r");
+	long memory, regions;
 
-	if (!f)
-		t_fail("open %s: %s", USERS_FILE, t_errname(errno));
-	if (!fgets(line, sizeof(line), f) ||
-	    strcmp(line, "uid memory regions rings userns\n"))
-		t_fail("%s: unexpected header '%s'", USERS_FILE, line);
-	while (fgets(line, sizeof(line), f)) {
-		unsigned int u;
-		unsigned long ns;
-		long m, r, n;
-
-		if (sscanf(line, "%u %ld %ld %ld %lu", &u, &m, &r, &n, &ns) != 5)
-			continue;
-		if (u == uid && ns == userns) {
-			T_ASSERT(m <= LIMIT, "budget (%u, %lu): memory %ld of %d",
-				 u, ns, m, LIMIT);
-			found = r;
-		}
-	}
-	fclose(f);
-	return found;
-}
-
-static void become(uid_t uid)
-{
-	if (setgroups(0, NULL) || setresgid(uid, uid, uid) ||
-	    setresuid(uid, uid, uid))
-		t_fail("cannot become uid %u: %s", uid, t_errname(errno));
+	if (!t_users_budget(uid, userns, &memory, &regions))
+		return -1;
+	T_ASSERT(memory <= LIMIT, "budget (%u, %lu): memory %ld of %d",
+		 uid, userns, memory, LIMIT);
+	return regions;
 }
 
 /*
@@ -135,7 +110,7 @@ static void __attribute__((noreturn)) fill_all(int wfd, int rfd, const uid_t *ui
 		if (pids[i] == 0) {
 			close(up[0]);
 			close(down[1]);
-			become(uids[i]);
+			t_become(uids[i]);
 			counts[i] = fill();
 			if (write(up[1], &counts[i], sizeof(counts[i])) != sizeof(counts[i]))
 				_exit(T_EXIT_FAIL);
@@ -154,15 +129,6 @@ static void __attribute__((noreturn)) fill_all(int wfd, int rfd, const uid_t *ui
 	for (int i = 0; i < nuids; i++)
 		T_EQ("filler status", T_EXIT_PASS, t_wait_child(pids[i]));
 	_exit(T_EXIT_PASS);
-}
-
-static void write_file(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY);
-
-	if (fd < 0 || write(fd, s, strlen(s)) != (ssize_t)strlen(s))
-		t_fail("write %s '%s': %s", path, s, t_errname(errno));
-	close(fd);
 }
 
 /*
@@ -226,9 +192,9 @@ static void hold(struct holder *h, unsigned int outer_base, const uid_t *uids, i
 	if (outer_base) {
 		snprintf(map, sizeof(map), "0 %u %d\n", outer_base, NR_INNER);
 		snprintf(path, sizeof(path), "/proc/%d/uid_map", h->pid);
-		write_file(path, map);
+		t_write_file(path, map);
 		snprintf(path, sizeof(path), "/proc/%d/gid_map", h->pid);
-		write_file(path, map);
+		t_write_file(path, map);
 	}
 	if (write(go[1], "g", 1) != 1)
 		t_fail("write: %s", t_errname(errno));

@@ -35,38 +35,10 @@
 #define LIMIT		(512 * 1024)	/* bytes */
 #define USERS_FILE	"/sys/class/misc/ummunot/users"
 
-/* The users file's line for @uid: memory and regions; false if absent. */
+/* The users file's line for user @uid: memory and regions; false if absent. */
 static bool user_use(unsigned int uid, long *memory, long *regions)
 {
-	char line[256];
-	bool found = false;
-	FILE *f = fopen(USERS_FILE, "r");
-
-	if (!f)
-		t_fail("open %s: %s", USERS_FILE, t_errname(errno));
-	if (!fgets(line, sizeof(line), f))
-		t_fail("%s: empty", USERS_FILE);
-	while (fgets(line, sizeof(line), f)) {
-		unsigned int u;
-		long m, r, n;
-
-		if (sscanf(line, "%u %ld %ld %ld", &u, &m, &r, &n) != 4)
-			continue;
-		if (u == uid) {
-			*memory = m;
-			*regions = r;
-			found = true;
-		}
-	}
-	fclose(f);
-	return found;
-}
-
-static void become(uid_t uid)
-{
-	if (setgroups(0, NULL) || setresgid(uid, uid, uid) ||
-	    setresuid(uid, uid, uid))
-		t_fail("cannot become uid %u: %s", uid, t_errname(errno));
+	return t_users_budget(uid, 0, memory, regions);
 }
 
 /*
@@ -119,15 +91,6 @@ static void __attribute__((noreturn)) fill_and_hold(int wfd, int rfd)
 	_exit(T_EXIT_PASS);
 }
 
-static void write_file(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY);
-
-	if (fd < 0 || write(fd, s, strlen(s)) != (ssize_t)strlen(s))
-		t_fail("write %s '%s': %s", path, s, t_errname(errno));
-	close(fd);
-}
-
 /* One process of nobody outside any namespace: regions it alone gets. */
 static int32_t nobody_alone(void)
 {
@@ -141,7 +104,7 @@ static int32_t nobody_alone(void)
 	if (pid == 0) {
 		close(up[0]);
 		close(down[1]);
-		become(NOBODY);
+		t_become(NOBODY);
 		fill_and_hold(up[1], down[0]);
 	}
 	close(up[1]);
@@ -182,7 +145,7 @@ static pid_t spawn_in_ns(void (*fn)(int, int), int a, int b)
 		rootfd = open("/", O_DIRECTORY | O_CLOEXEC);
 		if (rootfd < 0 || chroot("/proc/1/root") || chdir("/"))
 			t_fail("leaving the chroot: %s", t_errname(errno));
-		become(NOBODY);
+		t_become(NOBODY);
 		if (unshare(CLONE_NEWUSER)) {
 			if (errno == EPERM || errno == ENOSPC || errno == EINVAL)
 				_exit(T_EXIT_SKIP);
@@ -210,9 +173,9 @@ static pid_t spawn_in_ns(void (*fn)(int, int), int a, int b)
 	close(ready[0]);
 	snprintf(map, sizeof(map), "0 %d %d\n", OUTER_BASE, NR_INNER);
 	snprintf(path, sizeof(path), "/proc/%d/uid_map", pid);
-	write_file(path, map);
+	t_write_file(path, map);
 	snprintf(path, sizeof(path), "/proc/%d/gid_map", pid);
-	write_file(path, map);
+	t_write_file(path, map);
 	if (write(go[1], "g", 1) != 1)
 		t_fail("write: %s", t_errname(errno));
 	close(go[1]);
@@ -236,7 +199,7 @@ static void __attribute__((noreturn)) ns_pass(int sock, int unused)
 	struct t_file f;
 
 	(void)unused;
-	become(3);
+	t_become(3);
 	t_file_open(&f, 64);
 	register_n(&f, PASSED_REGIONS);
 	t_send_fd(sock, f.fd);
@@ -264,7 +227,7 @@ static void __attribute__((noreturn)) ns_root(int wfd, int rfd)
 		if (pids[i] == 0) {
 			close(up[0]);
 			close(down[1]);
-			become(i);
+			t_become(i);
 			fill_and_hold(up[1], down[0]);
 		}
 		close(up[1]);
@@ -334,7 +297,7 @@ static void check_drop_privileges(void)
 		close(up[0]);
 		close(down[1]);
 		t_file_open(&f, 64);
-		become(NOBODY);
+		t_become(NOBODY);
 		register_n(&f, PASSED_REGIONS);
 		if (write(up[1], "d", 1) != 1)
 			_exit(T_EXIT_FAIL);

@@ -15,7 +15,6 @@
 
 #define NOBODY		65534
 #define LIMIT		(1024 * 1024)	/* bytes */
-#define USERS_FILE	"/sys/class/misc/ummunot/users"
 
 static void become_nobody(void)
 {
@@ -23,35 +22,10 @@ static void become_nobody(void)
 		t_fail("cannot become uid %d: %s", NOBODY, t_errname(errno));
 }
 
-/* The users file's line for @uid: memory and regions; false if absent. */
+/* The users file's line for user @uid: memory and regions; false if absent. */
 static bool user_use(unsigned int uid, long *memory, long *regions)
 {
-	char line[256];
-	bool found = false;
-	FILE *f = fopen(USERS_FILE, "r");
-
-	if (!f)
-		t_fail("open %s: %s", USERS_FILE, t_errname(errno));
-	if (!fgets(line, sizeof(line), f) ||
-	    strcmp(line, "uid memory regions rings userns\n"))
-		t_fail("%s: unexpected header '%s'", USERS_FILE, line);
-	while (fgets(line, sizeof(line), f)) {
-		unsigned int u;
-		unsigned long ns;
-		long m, r, n;
-
-		if (sscanf(line, "%u %ld %ld %ld %lu", &u, &m, &r, &n, &ns) != 5)
-			t_fail("%s: bad line '%s'", USERS_FILE, line);
-		if (ns)
-			continue;	/* a container's budget */
-		if (u == uid) {
-			*memory = m;
-			*regions = r;
-			found = true;
-		}
-	}
-	fclose(f);
-	return found;
+	return t_users_budget(uid, 0, memory, regions);
 }
 
 static int hello_errno(uint32_t entries)
