@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <sys/ioctl.h>
@@ -782,4 +783,67 @@ bool t_users_budget(unsigned int uid, unsigned long userns, long *memory, long *
 	}
 	fclose(f);
 	return found;
+}
+
+pid_t t_fork_userns(uid_t creator, unsigned int outer_base, unsigned int nr,
+		    unsigned long *userns)
+{
+	int go[2], ready[2], rootfd;
+	char path[64], map[64], c;
+	struct stat st;
+	pid_t pid;
+
+	if (pipe(go) || pipe(ready))
+		t_fail("pipe: %s", t_errname(errno));
+	pid = fork();
+	if (pid < 0)
+		t_fail("fork: %s", t_errname(errno));
+	if (pid == 0) {
+		close(go[1]);
+		close(ready[0]);
+		rootfd = open("/", O_DIRECTORY | O_CLOEXEC);
+		if (rootfd < 0 || chroot("/proc/1/root") || chdir("/"))
+			t_fail("leaving the chroot: %s", t_errname(errno));
+		t_become(creator);
+		if (unshare(CLONE_NEWUSER)) {
+			if (errno == EPERM || errno == ENOSPC || errno == EINVAL)
+				_exit(T_EXIT_SKIP);
+			t_fail("unshare(CLONE_NEWUSER): %s", t_errname(errno));
+		}
+		if (write(ready[1], "r", 1) != 1 || read(go[0], &c, 1) != 1)
+			_exit(T_EXIT_FAIL);
+		close(ready[1]);
+		close(go[0]);
+		if (setresgid(0, 0, 0) || setresuid(0, 0, 0))
+			t_fail("inner root: %s", t_errname(errno));
+		if (fchdir(rootfd) || chroot(".") || chdir("/"))
+			t_fail("back into the chroot: %s", t_errname(errno));
+		close(rootfd);
+		return 0;
+	}
+	close(go[0]);
+	close(ready[1]);
+	if (read(ready[0], &c, 1) != 1) {
+		int status = t_wait_child(pid);
+
+		if (status == T_EXIT_SKIP)
+			t_skip("uid %u may not create a user namespace", creator);
+		t_fail("namespace child failed (status %d)", status);
+	}
+	close(ready[0]);
+	if (userns) {
+		snprintf(path, sizeof(path), "/proc/%d/ns/user", pid);
+		if (stat(path, &st))
+			t_fail("stat %s: %s", path, t_errname(errno));
+		*userns = (unsigned long)st.st_ino;
+	}
+	snprintf(map, sizeof(map), "0 %u %u\n", outer_base, nr);
+	snprintf(path, sizeof(path), "/proc/%d/uid_map", pid);
+	t_write_file(path, map);
+	snprintf(path, sizeof(path), "/proc/%d/gid_map", pid);
+	t_write_file(path, map);
+	if (write(go[1], "g", 1) != 1)
+		t_fail("write: %s", t_errname(errno));
+	close(go[1]);
+	return pid;
 }

@@ -224,6 +224,18 @@ void t_param_restore_all(void);
  * and regions; false if it has no line.  Fails the test on a malformed file.
  */
 bool t_users_budget(unsigned int uid, unsigned long userns, long *memory, long *regions);
+/*
+ * fork() a child in a new user namespace that @creator creates, whose uids
+ * and gids 0..@nr-1 map to @outer_base.. (written by the calling process,
+ * as newuidmap or a container runtime does), and that is root in it.  The
+ * rig runs tests chrooted, and a chrooted process may not create a user
+ * namespace: the child leaves for pid 1's root first and comes back as the
+ * namespace's root.  Returns 0 in the child, its pid in the parent (the
+ * namespace's inode number in *@userns when not NULL).  Skips the test when
+ * @creator may not create user namespaces.
+ */
+pid_t t_fork_userns(uid_t creator, unsigned int outer_base, unsigned int nr,
+		    unsigned long *userns);
 /* setgroups(0) and all three uids and gids to @uid; fails the test if not. */
 void t_become(uid_t uid);
 /* Write @s to @path (a /proc or /sys file); fails the test if not whole. */

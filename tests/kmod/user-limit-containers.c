@@ -12,18 +12,10 @@
  * namespace's inode number, host root's as uid 0, and nothing is left
  * once they exit.  (A namespace an unprivileged user created stays on that
  * user's budget: user-limit-userns.)
- *
- * The rig runs tests chrooted, and a chrooted process may not create a
- * user namespace (EPERM): the namespace's creator first moves to pid 1's
- * root, and its root in the namespace moves back.
  */
 #include "helpers.h"
 
-#include <fcntl.h>
-#include <grp.h>
-#include <sched.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -138,67 +130,25 @@ static void __attribute__((noreturn)) fill_all(int wfd, int rfd, const uid_t *ui
  */
 static void hold(struct holder *h, unsigned int outer_base, const uid_t *uids, int nuids)
 {
-	int up[2], down[2], go[2], ready[2];
-	char c, path[64], map[64];
-	struct stat st;
+	int up[2], down[2];
 
-	if (pipe(up) || pipe(down) || pipe(go) || pipe(ready))
+	if (pipe(up) || pipe(down))
 		t_fail("pipe: %s", t_errname(errno));
-	h->pid = fork();
+	h->userns = 0;
+	if (outer_base) {
+		h->pid = t_fork_userns(0, outer_base, NR_INNER, &h->userns);
+	} else {
+		h->pid = fork();
+		if (h->pid < 0)
+			t_fail("fork: %s", t_errname(errno));
+	}
 	if (h->pid == 0) {
-		int rootfd;
-
 		close(up[0]);
 		close(down[1]);
-		close(go[1]);
-		close(ready[0]);
-		if (outer_base) {
-			rootfd = open("/", O_DIRECTORY | O_CLOEXEC);
-			if (rootfd < 0 || chroot("/proc/1/root") || chdir("/"))
-				t_fail("leaving the chroot: %s", t_errname(errno));
-			if (unshare(CLONE_NEWUSER)) {
-				if (errno == EPERM || errno == ENOSPC || errno == EINVAL)
-					_exit(T_EXIT_SKIP);
-				t_fail("unshare(CLONE_NEWUSER): %s", t_errname(errno));
-			}
-			if (write(ready[1], "r", 1) != 1 || read(go[0], &c, 1) != 1)
-				_exit(T_EXIT_FAIL);
-			if (setresgid(0, 0, 0) || setresuid(0, 0, 0))
-				t_fail("inner root: %s", t_errname(errno));
-			if (fchdir(rootfd) || chroot(".") || chdir("/"))
-				t_fail("back into the chroot: %s", t_errname(errno));
-			close(rootfd);
-		} else if (write(ready[1], "r", 1) != 1 || read(go[0], &c, 1) != 1) {
-			_exit(T_EXIT_FAIL);
-		}
 		fill_all(up[1], down[0], uids, nuids);
 	}
 	close(up[1]);
 	close(down[0]);
-	close(go[0]);
-	close(ready[1]);
-	if (read(ready[0], &c, 1) != 1) {
-		int st = t_wait_child(h->pid);
-
-		if (st == T_EXIT_SKIP)
-			t_skip("user namespaces are not available");
-		t_fail("holder failed before filling (status %d)", st);
-	}
-	close(ready[0]);
-	snprintf(path, sizeof(path), "/proc/%d/ns/user", h->pid);
-	if (stat(path, &st))
-		t_fail("stat %s: %s", path, t_errname(errno));
-	h->userns = outer_base ? (unsigned long)st.st_ino : 0;
-	if (outer_base) {
-		snprintf(map, sizeof(map), "0 %u %d\n", outer_base, NR_INNER);
-		snprintf(path, sizeof(path), "/proc/%d/uid_map", h->pid);
-		t_write_file(path, map);
-		snprintf(path, sizeof(path), "/proc/%d/gid_map", h->pid);
-		t_write_file(path, map);
-	}
-	if (write(go[1], "g", 1) != 1)
-		t_fail("write: %s", t_errname(errno));
-	close(go[1]);
 	if (read(up[0], h->counts, sizeof(h->counts)) != sizeof(h->counts))
 		t_fail("holder failed (status %d)", t_wait_child(h->pid));
 	close(up[0]);

@@ -21,9 +21,6 @@
  */
 #include "helpers.h"
 
-#include <fcntl.h>
-#include <grp.h>
-#include <sched.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -118,67 +115,23 @@ static int32_t nobody_alone(void)
 }
 
 /*
- * Fork a child that leaves the rig's chroot, becomes nobody, creates a
- * user namespace (uids and gids 0..NR_INNER-1 mapped to OUTER_BASE..,
- * written here by root as newuidmap would), becomes root in it, returns to
- * the chroot and calls @fn(@a, @b), which does not return.  Skips the test
- * when user namespaces are not available.
+ * A child in a user namespace that nobody creates (uids and gids
+ * 0..NR_INNER-1 mapped to OUTER_BASE.., as newuidmap would), root in it,
+ * that calls @fn(@a, @b), which does not return.
  */
 static int ns_parent_fds[2] = { -1, -1 };	/* closed in the child */
 
 static pid_t spawn_in_ns(void (*fn)(int, int), int a, int b)
 {
-	int go[2], ready[2], rootfd;
-	char path[64], map[64];
-	pid_t pid;
-	char c;
+	pid_t pid = t_fork_userns(NOBODY, OUTER_BASE, NR_INNER, NULL);
 
-	if (pipe(go) || pipe(ready))
-		t_fail("pipe: %s", t_errname(errno));
-	pid = fork();
 	if (pid == 0) {
-		close(go[1]);
-		close(ready[0]);
 		for (int i = 0; i < 2; i++)
 			if (ns_parent_fds[i] >= 0)
 				close(ns_parent_fds[i]);
-		rootfd = open("/", O_DIRECTORY | O_CLOEXEC);
-		if (rootfd < 0 || chroot("/proc/1/root") || chdir("/"))
-			t_fail("leaving the chroot: %s", t_errname(errno));
-		t_become(NOBODY);
-		if (unshare(CLONE_NEWUSER)) {
-			if (errno == EPERM || errno == ENOSPC || errno == EINVAL)
-				_exit(T_EXIT_SKIP);
-			t_fail("unshare(CLONE_NEWUSER): %s", t_errname(errno));
-		}
-		if (write(ready[1], "r", 1) != 1 || read(go[0], &c, 1) != 1)
-			_exit(T_EXIT_FAIL);
-		if (setresgid(0, 0, 0) || setresuid(0, 0, 0))
-			t_fail("inner root: %s", t_errname(errno));
-		if (fchdir(rootfd) || chroot(".") || chdir("/"))
-			t_fail("back into the chroot: %s", t_errname(errno));
-		close(rootfd);
 		fn(a, b);
 		_exit(T_EXIT_FAIL);
 	}
-	close(go[0]);
-	close(ready[1]);
-	if (read(ready[0], &c, 1) != 1) {
-		int st = t_wait_child(pid);
-
-		if (st == T_EXIT_SKIP)
-			t_skip("unprivileged user namespaces are not available");
-		t_fail("namespace child failed (status %d)", st);
-	}
-	close(ready[0]);
-	snprintf(map, sizeof(map), "0 %d %d\n", OUTER_BASE, NR_INNER);
-	snprintf(path, sizeof(path), "/proc/%d/uid_map", pid);
-	t_write_file(path, map);
-	snprintf(path, sizeof(path), "/proc/%d/gid_map", pid);
-	t_write_file(path, map);
-	if (write(go[1], "g", 1) != 1)
-		t_fail("write: %s", t_errname(errno));
-	close(go[1]);
 	return pid;
 }
 
