@@ -55,6 +55,8 @@ static int ummunot_open(struct inode *inode, struct file *file)
 	mutex_init(&ctx->lock);
 	spin_lock_init(&ctx->event_lock);
 	init_waitqueue_head(&ctx->wq);
+	rcuwait_init(&ctx->inflight_wait);
+	ctx->itree = RB_ROOT_CACHED;
 	ctx->regions = RB_ROOT;
 	ctx->next_handle = 1;
 	ctx->event_mask = UMMUNOT_EVENT_MASK_DEFAULT;
@@ -319,7 +321,7 @@ static __poll_t ummunot_poll(struct file *file, poll_table *wait)
 	poll_wait(file, &ctx->wq, wait);
 	/*
 	 * (H): the waiter is on the queue before the ring is read; pairs with
-	 * (G) in ummunot_invalidate(), so either we see the event or the
+	 * (G) in ummunot_wake_pollers(), so either we see the event or the
 	 * producer sees us and wakes us.
 	 */
 	smp_mb();

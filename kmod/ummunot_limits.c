@@ -71,8 +71,8 @@ static DEFINE_SPINLOCK(ummunot_limits_lock);	/* both tables, refcounts to 0 */
 /*
  * Bytes one region costs: its slab object, which also holds its node in the
  * handle index, so nothing else grows with the regions a file holds; plus
- * its share of the slab page's tail that no object fits in (152 bytes, 26
- * to a 4 KiB page: 158 bytes on x86-64).
+ * its share of the slab page's tail that no object fits in (104 bytes, 39
+ * to a 4 KiB page: 106 bytes on x86-64).
  */
 static unsigned long ummunot_region_bytes;
 
@@ -250,7 +250,7 @@ int ummunot_regions_charge(struct ummunot_user *u, struct ummunot_mm_acct *a,
 {
 	unsigned long bytes;
 
-	/* count * 158 exceeds any limit long before it wraps, but not on 32 bits. */
+	/* count * 106 exceeds any limit long before it wraps, but not on 32 bits. */
 	if (count > ULONG_MAX / ummunot_region_bytes)
 		return -ENOSPC;
 	bytes = (unsigned long)count * ummunot_region_bytes;

@@ -17,27 +17,32 @@
  *                           ring's fault handler or a notifier callback,
  *                           so a caller stalled on its own memory
  *                           (userfaultfd) blocks no observer.
- *     ->event_lock (spin)   protects the ring's producer state, each
- *                           region's ->armed, the filter and the counters
- *                           (nr_regions and nr_armed are changed together,
- *                           so readers under it see armed <= regions).
- *                           Taken by notifier callbacks (possibly with
- *                           mmap_lock held, possibly non-blockable) and
- *                           held only for O(1) work: no allocation, no
- *                           sleeping, no user access under it.
+ *     ->event_lock (spin)   protects the ring's producer state, the
+ *                           interval tree of watched regions, each
+ *                           region's ->armed, the invalidations in flight,
+ *                           the filter and the counters (nr_regions and
+ *                           nr_armed are changed together, so readers
+ *                           under it see armed <= regions).  Taken by
+ *                           notifier callbacks (possibly with mmap_lock
+ *                           held, possibly non-blockable): no allocation,
+ *                           no sleeping, no user access under it; a walk
+ *                           over many regions drops it to reschedule.
  *   struct ummunot_ring     the shared ring; published once by HELLO with
  *                           a release store, read with an acquire load.
- *   struct ummunot_kregion  one MMU interval notifier and its cookie.
+ *   struct ummunot_kregion  a watched range and its cookie, in the file's
+ *                           interval tree (ummunot_notifier.c).
  *   struct ummunot_user     per-user accounting (ummunot_limits.c).
  *   struct ummunot_mm_acct  per-address-space region count (same file).
  */
 #ifndef _UMMUNOT_PRIV_H
 #define _UMMUNOT_PRIV_H
 
+#include <linux/interval_tree.h>
 #include <linux/list.h>
 #include <linux/mmu_notifier.h>
 #include <linux/mutex.h>
 #include <linux/rbtree.h>
+#include <linux/rcuwait.h>
 #include <linux/sched.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
@@ -90,6 +95,27 @@ struct ummunot_ring {
 struct ummunot_user;
 struct ummunot_mm_acct;
 
+/*
+ * Invalidations of the owner's mm in flight (between start and end), by
+ * range; more at once than this are counted as "wide", overlapping all.
+ */
+#define UMMUNOT_INFLIGHT_SLOTS	8
+
+struct ummunot_inflight {
+	unsigned long seq;		/* odd: busy */
+	const struct mmu_notifier_range *range;	/* the holder's, while busy */
+	unsigned long start;
+	unsigned long last;		/* inclusive */
+};
+
+/* What REGISTER and REARM wait for (ummunot_inflight_snap()). */
+struct ummunot_inflight_snap {
+	unsigned long seq[UMMUNOT_INFLIGHT_SLOTS];
+	long wide_gen;
+	unsigned long slots;		/* bitmap of inflight[] waited for */
+	bool wide;
+};
+
 struct ummunot_ctx {
 	struct mm_struct *mm;		/* mmgrab()ed at open */
 	struct ummunot_user *user;	/* the opener's budget (ummunot_limits.c) */
@@ -102,6 +128,22 @@ struct ummunot_ctx {
 	spinlock_t event_lock;
 	struct ummunot_ring *ring;	/* NULL until HELLO */
 	wait_queue_head_t wq;
+
+	/* The owner's mm's notifier, from the first REGISTER (->lock). */
+	struct mmu_notifier mn;
+	bool mn_attached;
+
+	/* Under ->event_lock. */
+	struct rb_root_cached itree;	/* watched regions, by range */
+	u64 tree_gen;			/* bumped by every insert and removal */
+	/*
+	 * Invalidations in flight: claimed under ->event_lock, given back
+	 * without it (ummunot_notifier.c).
+	 */
+	struct ummunot_inflight inflight[UMMUNOT_INFLIGHT_SLOTS];
+	atomic_t nr_wide;		/* in flight beyond the slots */
+	atomic_long_t wide_gen;		/* bumped when nr_wide drops to 0 */
+	struct rcuwait inflight_wait;	/* REGISTER or REARM, under ->lock */
 
 	/* Under ->lock. */
 	struct rb_root regions;		/* by handle (ummunot_handle.c) */
@@ -131,12 +173,11 @@ struct ummunot_ctx {
 };
 
 /*
- * 152 bytes on x86-64 (the notifier is 88, the handle index node 24): the
- * region is all the memory a watched range holds.
+ * 104 bytes on x86-64 (the interval tree node is 48, the handle index node
+ * 24): the region is all the memory a watched range holds.
  */
 struct ummunot_kregion {
-	struct mmu_interval_notifier mni;
-	struct ummunot_ctx *ctx;
+	struct interval_tree_node it;	/* under ctx->event_lock, ctx->itree */
 	u64 cookie;
 	u64 handle;			/* under ctx->lock */
 	struct rb_node node;		/* under ctx->lock, ctx->regions */
@@ -201,8 +242,16 @@ long ummunot_ioctl_rearm(struct ummunot_ctx *ctx,
 void ummunot_regions_release(struct ummunot_ctx *ctx);
 
 /* ummunot_notifier.c */
-extern const struct mmu_interval_notifier_ops ummunot_mni_ops;
 u32 ummunot_event_type(enum mmu_notifier_event event);
+int ummunot_notifier_attach(struct ummunot_ctx *ctx);
+void ummunot_notifier_detach(struct ummunot_ctx *ctx);
+void ummunot_region_watch(struct ummunot_ctx *ctx, struct ummunot_kregion *r);
+void ummunot_region_unwatch(struct ummunot_ctx *ctx, struct ummunot_kregion *r);
+void ummunot_inflight_snap(struct ummunot_ctx *ctx,
+			   const struct ummunot_kregion *head,
+			   struct ummunot_inflight_snap *snap);
+int ummunot_inflight_wait(struct ummunot_ctx *ctx,
+			  const struct ummunot_inflight_snap *snap);
 
 /* ummunot_file.c */
 extern const struct file_operations ummunot_fops;

@@ -9,10 +9,11 @@
  *
  *   REGISTER:   1. without ctx->lock: charge the user and mm limits, copy
  *                  and validate every element, allocate every region;
- *               2. under ctx->lock: check max_regions, assign handles,
- *                  count the regions (armed), insert the notifiers (only
- *                  the first insert in an mm can fail) and wait out
- *                  in-flight invalidations;
+ *               2. under ctx->lock: attach the file's notifier (the
+ *                  first time; the only step here that can fail), check
+ *                  max_regions, assign handles, count the regions (armed),
+ *                  watch them and wait out the invalidations in flight
+ *                  over them;
  *               3. still under ctx->lock: write the handles back.  If that
  *                  faults, every region of the batch is removed again and
  *                  the call fails: the caller never holds a handle of a
@@ -22,11 +23,11 @@
  *   REARM:      the same, duplicates skipped, then arm and wait out
  *               in-flight invalidations, as REGISTER does.
  *
- * Notifier callbacks never take ctx->lock, so mmu_interval_notifier_remove()
- * (which waits for running callbacks) and mmu_interval_read_begin() (which
- * waits for running invalidations) are safe under it.  Observers (fdinfo,
- * sysfs, GET_STATS) never take ctx->lock either, so the user memory access
- * done under it cannot block them.
+ * Notifier callbacks see regions only under ctx->event_lock, so a region
+ * is out of their reach once unwatched under it; they never take ctx->lock,
+ * so waiting for invalidations in flight is safe under it.  Observers
+ * (fdinfo, sysfs, GET_STATS) never take ctx->lock either, so the user
+ * memory access done under it cannot block them.
  */
 #include <linux/minmax.h>
 #include <linux/mm.h>
@@ -185,11 +186,9 @@ static long ummunot_register_one(void *arg, const void *elem)
 	r = kmem_cache_zalloc(ummunot_kregion_cache, GFP_KERNEL_ACCOUNT);
 	if (!r)
 		return -ENOMEM;
-	r->ctx = c->ctx;
 	r->cookie = ur->cookie;
-	/* Stashed in the notifier's fields until inserted. */
-	r->mni.interval_tree.start = ur->start;
-	r->mni.interval_tree.last = ur->start + ur->length - 1;
+	r->it.start = ur->start;
+	r->it.last = ur->start + ur->length - 1;
 	ummunot_chain_add(c, r);
 	return 0;
 }
@@ -220,21 +219,44 @@ static void ummunot_count_regions(struct ummunot_ctx *ctx, u32 count)
 }
 
 /*
- * Undo REGISTER phases 2-3 for the chain at @head: every region has a
- * handle and is counted in nr_regions/nr_armed, the first @nr_inserted of
- * them are in the notifier tree.
+ * Watch (@watch) or stop watching the chain at @head, in short runs so
+ * that callbacks never wait long for event_lock.  With @snap, the run that
+ * ends the chain also notes the invalidations in flight over it.
  */
-static void ummunot_register_undo(struct ummunot_ctx *ctx,
-				  struct ummunot_kregion *head, u32 nr_inserted)
+static void ummunot_chain_watch(struct ummunot_ctx *ctx,
+				struct ummunot_kregion *head, bool watch,
+				struct ummunot_inflight_snap *snap)
 {
-	struct ummunot_kregion *r;
-	u32 i, armed = 0, nr = 0;
+	struct ummunot_kregion *r = head;
 
-	for (r = head, i = 0; r && i < nr_inserted; r = r->next, i++) {
-		/* Waits for a callback running on this region to finish. */
-		mmu_interval_notifier_remove(&r->mni);
+	while (r) {
+		unsigned int n;
+
+		spin_lock(&ctx->event_lock);
+		for (n = 0; r && n < UMMUNOT_HANDLE_CHUNK; r = r->next, n++) {
+			if (watch)
+				ummunot_region_watch(ctx, r);
+			else
+				ummunot_region_unwatch(ctx, r);
+		}
+		if (!r && snap)
+			ummunot_inflight_snap(ctx, head, snap);
+		spin_unlock(&ctx->event_lock);
 		cond_resched();
 	}
+}
+
+/*
+ * Undo REGISTER phase 2 for the chain at @head: every region has a handle,
+ * is counted in nr_regions/nr_armed and is watched.
+ */
+static void ummunot_register_undo(struct ummunot_ctx *ctx,
+				  struct ummunot_kregion *head)
+{
+	struct ummunot_kregion *r;
+	u32 armed = 0, nr = 0;
+
+	ummunot_chain_watch(ctx, head, false, NULL);
 	for (r = head; r; r = r->next)
 		ummunot_handle_del(ctx, r);
 
@@ -255,14 +277,26 @@ static long ummunot_register_commit(struct ummunot_ctx *ctx,
 				    struct ummunot_kregion *head)
 {
 	struct ummunot_region __user *uregs = u64_to_user_ptr(b->ptr);
+	struct ummunot_inflight_snap snap;
 	struct ummunot_kregion *r;
-	u32 i, nr_inserted = 0;
 	long ret;
+	u32 i;
 
 	lockdep_assert_held(&ctx->lock);
 	if (ctx->nr_regions + b->count > ctx->max_regions) {
 		b->error_index = ctx->max_regions - ctx->nr_regions;
 		return -ENOSPC;
+	}
+
+	/*
+	 * The file's first REGISTER registers its notifier: ENOMEM, or EINTR
+	 * on a signal while it takes every VMA's lock.  Nothing is watched
+	 * then, so the call is restarted transparently instead of failing.
+	 */
+	ret = ummunot_notifier_attach(ctx);
+	if (ret) {
+		b->error_index = b->count;
+		return ret == -EINTR ? -ERESTARTNOINTR : ret;
 	}
 
 	/* Handles: allocate nothing, cannot fail. */
@@ -272,44 +306,24 @@ static long ummunot_register_commit(struct ummunot_ctx *ctx,
 	}
 
 	/*
-	 * Counted before the first insert: a callback may disarm (and
+	 * Counted before they are watched: a callback may disarm (and
 	 * uncount) a region as soon as it is in the tree, so nr_armed never
 	 * goes below zero and never exceeds nr_regions.
 	 */
 	ummunot_count_regions(ctx, b->count);
 
-	/* Watch. */
-	for (r = head; r; r = r->next) {
-		unsigned long start = r->mni.interval_tree.start;
-		unsigned long length = r->mni.interval_tree.last - start + 1;
-		int err;
-
-		err = mmu_interval_notifier_insert(&r->mni, ctx->mm, start,
-						   length, &ummunot_mni_ops);
-		if (err) {
-			/*
-			 * Only the first insert in an mm can fail: it sets up
-			 * the mm's notifier subscriptions (ENOMEM), which
-			 * takes every VMA lock and gives up with EINTR on a
-			 * signal.  Nothing is registered then, so the call is
-			 * restarted transparently instead of failing.
-			 */
-			b->error_index = b->count;
-			ret = err == -EINTR ? -ERESTARTNOINTR : err;
-			goto undo_counted;
-		}
-		nr_inserted++;
-	}
-
 	/*
-	 * An insert that raced with a running invalidation is deferred until
-	 * that invalidation ends; read_begin() waits for that, so when this
-	 * ioctl returns every region is in the tree and every later
-	 * invalidation of it produces an event.
+	 * Watch, then wait out the invalidations that were already under way
+	 * over the regions (they started before the regions were in the tree
+	 * and produced no event): when this ioctl returns, pages pinned over
+	 * the regions are the ones those invalidations left, and every later
+	 * invalidation of them produces an event.
 	 */
-	for (r = head; r; r = r->next) {
-		mmu_interval_read_begin(&r->mni);
-		cond_resched();
+	ummunot_chain_watch(ctx, head, true, &snap);
+	ret = ummunot_inflight_wait(ctx, &snap);
+	if (ret) {
+		b->error_index = b->count;
+		goto undo;
 	}
 
 	/* Tell the caller, now that every region exists. */
@@ -317,7 +331,7 @@ static long ummunot_register_commit(struct ummunot_ctx *ctx,
 		if (put_user(ummunot_kregion_handle(r), &uregs[i].handle)) {
 			b->error_index = i;
 			ret = -EFAULT;
-			goto undo_counted;
+			goto undo;
 		}
 	}
 
@@ -326,8 +340,8 @@ static long ummunot_register_commit(struct ummunot_ctx *ctx,
 	spin_unlock(&ctx->event_lock);
 	return 0;
 
-undo_counted:
-	ummunot_register_undo(ctx, head, nr_inserted);
+undo:
+	ummunot_register_undo(ctx, head);
 	return ret;
 }
 
@@ -405,11 +419,10 @@ out:
 static void ummunot_region_destroy(struct ummunot_ctx *ctx,
 				   struct ummunot_kregion *r)
 {
-	/* Waits for a callback running on this region to finish. */
-	mmu_interval_notifier_remove(&r->mni);
 	ummunot_handle_del(ctx, r);
 
 	spin_lock(&ctx->event_lock);
+	ummunot_region_unwatch(ctx, r);
 	if (r->armed)
 		WRITE_ONCE(ctx->nr_armed, ctx->nr_armed - 1);
 	WRITE_ONCE(ctx->nr_regions, ctx->nr_regions - 1);
@@ -458,7 +471,7 @@ static void ummunot_chain_unmark(struct ummunot_kregion *r)
 		r->marked = false;
 }
 
-static void ummunot_apply_unregister(struct ummunot_ctx *ctx,
+static long ummunot_apply_unregister(struct ummunot_ctx *ctx,
 				     struct ummunot_kregion *r)
 {
 	while (r) {
@@ -468,20 +481,23 @@ static void ummunot_apply_unregister(struct ummunot_ctx *ctx,
 		cond_resched();
 		r = next;
 	}
+	return 0;
 }
 
 /*
  * Arm in short runs, so callbacks never wait long for event_lock; then wait
- * out the invalidations in flight over the regions.  A region's event is
- * posted when an invalidation starts, before the kernel changes the pages;
- * a caller that re-pins after REARM must get the pages that invalidation
- * left, not the ones it is still taking away (a re-pin of a page the zap
- * has not reached yet would hold it with no further event).  Armed first,
- * then waited for: an invalidation that starts in between is reported.
+ * out the invalidations in flight over the regions, and only those.  A
+ * region's event is posted when an invalidation starts, before the kernel
+ * changes the pages; a caller that re-pins after REARM must get the pages
+ * that invalidation left, not the ones it is still taking away (a re-pin of
+ * a page the zap has not reached yet would hold it with no further event).
+ * Armed first, then waited for: an invalidation that starts in between is
+ * reported.  -EINTR (the regions stay armed) only reaches a dying process.
  */
-static void ummunot_apply_rearm(struct ummunot_ctx *ctx,
+static long ummunot_apply_rearm(struct ummunot_ctx *ctx,
 				struct ummunot_kregion *head)
 {
+	struct ummunot_inflight_snap snap;
 	struct ummunot_kregion *r = head;
 
 	while (r) {
@@ -495,13 +511,12 @@ static void ummunot_apply_rearm(struct ummunot_ctx *ctx,
 				WRITE_ONCE(ctx->nr_armed, ctx->nr_armed + 1);
 			}
 		}
+		if (!r)
+			ummunot_inflight_snap(ctx, head, &snap);
 		spin_unlock(&ctx->event_lock);
 		cond_resched();
 	}
-	for (r = head; r; r = r->next) {
-		mmu_interval_read_begin(&r->mni);
-		cond_resched();
-	}
+	return ummunot_inflight_wait(ctx, &snap);
 }
 
 /*
@@ -510,7 +525,7 @@ static void ummunot_apply_rearm(struct ummunot_ctx *ctx,
  */
 static long ummunot_ioctl_handles(struct ummunot_ctx *ctx,
 				  struct ummunot_batch __user *ubatch, bool unique,
-				  void (*apply)(struct ummunot_ctx *ctx,
+				  long (*apply)(struct ummunot_ctx *ctx,
 						struct ummunot_kregion *head))
 {
 	u64 buf[UMMUNOT_HANDLE_STACK];	/* no allocation: never ENOMEM */
@@ -530,10 +545,13 @@ static long ummunot_ioctl_handles(struct ummunot_ctx *ctx,
 		goto out;
 	}
 	ret = ummunot_handles_resolve(ctx, &b, unique, buf, &head);
-	if (ret)
+	if (ret) {
 		ummunot_chain_unmark(head);
-	else
-		apply(ctx, head);
+	} else {
+		ret = apply(ctx, head);
+		if (ret)
+			b.error_index = b.count;
+	}
 	mutex_unlock(&ctx->lock);
 out:
 	if (ret)
@@ -553,7 +571,10 @@ long ummunot_ioctl_rearm(struct ummunot_ctx *ctx,
 	return ummunot_ioctl_handles(ctx, ubatch, false, ummunot_apply_rearm);
 }
 
-/* File release: stop watching everything.  No ioctl can run any more. */
+/*
+ * File release: stop watching everything, then let go of the notifier
+ * (which waits for running callbacks).  No ioctl can run any more.
+ */
 void ummunot_regions_release(struct ummunot_ctx *ctx)
 {
 	mutex_lock(&ctx->lock);
@@ -561,5 +582,6 @@ void ummunot_regions_release(struct ummunot_ctx *ctx)
 		ummunot_region_destroy(ctx, ctx->last);
 		cond_resched();
 	}
+	ummunot_notifier_detach(ctx);
 	mutex_unlock(&ctx->lock);
 }
