@@ -218,8 +218,8 @@ void ummunot_mm_acct_put(struct ummunot_mm_acct *a)
 }
 
 /* Add @n to @v unless the result would exceed @limit. */
-static bool ummunot_charge(atomic_long_t *v, unsigned long n,
-			   unsigned long limit)
+static __always_inline bool ummunot_charge(atomic_long_t *v, unsigned long n,
+					   unsigned long limit)
 {
 	unsigned long now = atomic_long_add_return(n, v);
 

@@ -292,22 +292,6 @@ void ummunot_notifier_detach(struct ummunot_ctx *ctx)
 	ctx->mn_attached = false;
 }
 
-/* Watch @r; ctx->event_lock held. */
-void ummunot_region_watch(struct ummunot_ctx *ctx, struct ummunot_kregion *r)
-{
-	lockdep_assert_held(&ctx->event_lock);
-	interval_tree_insert(&r->it, &ctx->itree);
-	ctx->tree_gen++;
-}
-
-/* Stop watching @r; ctx->event_lock held.  No callback sees it afterwards. */
-void ummunot_region_unwatch(struct ummunot_ctx *ctx, struct ummunot_kregion *r)
-{
-	lockdep_assert_held(&ctx->event_lock);
-	interval_tree_remove(&r->it, &ctx->itree);
-	ctx->tree_gen++;
-}
-
 /*
  * Take note of the invalidations in flight over the chain of regions at
  * @head (watched and armed by the caller, under ctx->lock); ctx->event_lock
@@ -378,8 +362,6 @@ int ummunot_inflight_wait(struct ummunot_ctx *ctx,
 			  const struct ummunot_inflight_snap *snap)
 {
 	lockdep_assert_held(&ctx->lock);
-	if (!snap->wide && !snap->slots)
-		return 0;
 	return rcuwait_wait_event(&ctx->inflight_wait,
 				  ummunot_inflight_ended(ctx, snap),
 				  TASK_KILLABLE);

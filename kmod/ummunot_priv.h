@@ -245,13 +245,35 @@ void ummunot_regions_release(struct ummunot_ctx *ctx);
 u32 ummunot_event_type(enum mmu_notifier_event event);
 int ummunot_notifier_attach(struct ummunot_ctx *ctx);
 void ummunot_notifier_detach(struct ummunot_ctx *ctx);
-void ummunot_region_watch(struct ummunot_ctx *ctx, struct ummunot_kregion *r);
-void ummunot_region_unwatch(struct ummunot_ctx *ctx, struct ummunot_kregion *r);
 void ummunot_inflight_snap(struct ummunot_ctx *ctx,
 			   const struct ummunot_kregion *head,
 			   struct ummunot_inflight_snap *snap);
 int ummunot_inflight_wait(struct ummunot_ctx *ctx,
 			  const struct ummunot_inflight_snap *snap);
+
+/* Nothing in flight over the regions: no need to wait. */
+static inline bool ummunot_inflight_none(const struct ummunot_inflight_snap *snap)
+{
+	return !snap->wide && !snap->slots;
+}
+
+/* Watch @r: notifier callbacks see it from now on; ctx->event_lock held. */
+static inline void ummunot_region_watch(struct ummunot_ctx *ctx,
+					struct ummunot_kregion *r)
+{
+	lockdep_assert_held(&ctx->event_lock);
+	interval_tree_insert(&r->it, &ctx->itree);
+	ctx->tree_gen++;
+}
+
+/* Stop watching @r; ctx->event_lock held.  No callback sees it afterwards. */
+static inline void ummunot_region_unwatch(struct ummunot_ctx *ctx,
+					  struct ummunot_kregion *r)
+{
+	lockdep_assert_held(&ctx->event_lock);
+	interval_tree_remove(&r->it, &ctx->itree);
+	ctx->tree_gen++;
+}
 
 /* ummunot_file.c */
 extern const struct file_operations ummunot_fops;

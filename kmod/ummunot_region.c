@@ -110,10 +110,11 @@ static void ummunot_chain_free(struct ummunot_kregion *r)
  * Walk the user array of batch @b in order, @chunk elements of @size bytes
  * at a time through @buf, and call @fn on each element.  Stops at the first
  * error of @fn (b->error_index names the element), at the first unreadable
- * element (-EFAULT; the readable ones before it still come first) or, between
- * chunks, on a fatal signal (-EINTR, error_index b->count: only a dying
- * process sees it, and the batch is not applied).  Inlined into its two
- * callers, so @fn is a direct call there, not one indirect call an element.
+ * element (-EFAULT; the readable ones before it still come first) or,
+ * between chunks (a one-chunk batch has none), on a fatal signal (-EINTR,
+ * error_index b->count: only a dying process sees it, and the batch is not
+ * applied).  Inlined into its two callers, so @fn is a direct call there,
+ * not one indirect call an element.
  */
 static __always_inline long
 ummunot_batch_walk(struct ummunot_batch *b, void *buf, size_t size, u32 chunk,
@@ -148,6 +149,8 @@ ummunot_batch_walk(struct ummunot_batch *b, void *buf, size_t size, u32 chunk,
 			b->error_index = i + full;
 			return -EFAULT;
 		}
+		if (i + n == b->count)
+			break;
 		if (fatal_signal_pending(current)) {
 			b->error_index = b->count;
 			return -EINTR;
@@ -209,22 +212,17 @@ static long ummunot_register_prepare(struct ummunot_ctx *ctx,
 				  ummunot_register_one, &c);
 }
 
-/* Count @count new, armed regions. */
-static void ummunot_count_regions(struct ummunot_ctx *ctx, u32 count)
-{
-	spin_lock(&ctx->event_lock);
-	WRITE_ONCE(ctx->nr_regions, ctx->nr_regions + count);
-	WRITE_ONCE(ctx->nr_armed, ctx->nr_armed + count);
-	spin_unlock(&ctx->event_lock);
-}
-
 /*
- * Watch (@watch) or stop watching the chain at @head, in short runs so
- * that callbacks never wait long for event_lock.  With @snap, the run that
- * ends the chain also notes the invalidations in flight over it.
+ * Count the @count regions of the chain at @head (new, armed) and watch
+ * them, in short runs so that callbacks never wait long for event_lock; the
+ * run that ends the chain also notes the invalidations in flight over it.
+ * Counted first, in the first run: a callback may disarm (and uncount) a
+ * region as soon as it is in the tree, so nr_armed never goes below zero
+ * and never exceeds nr_regions.  A single-region REGISTER takes the lock
+ * once.
  */
 static void ummunot_chain_watch(struct ummunot_ctx *ctx,
-				struct ummunot_kregion *head, bool watch,
+				struct ummunot_kregion *head, u32 count,
 				struct ummunot_inflight_snap *snap)
 {
 	struct ummunot_kregion *r = head;
@@ -233,42 +231,54 @@ static void ummunot_chain_watch(struct ummunot_ctx *ctx,
 		unsigned int n;
 
 		spin_lock(&ctx->event_lock);
-		for (n = 0; r && n < UMMUNOT_HANDLE_CHUNK; r = r->next, n++) {
-			if (watch)
-				ummunot_region_watch(ctx, r);
-			else
-				ummunot_region_unwatch(ctx, r);
+		if (count) {
+			WRITE_ONCE(ctx->nr_regions, ctx->nr_regions + count);
+			WRITE_ONCE(ctx->nr_armed, ctx->nr_armed + count);
+			WRITE_ONCE(ctx->regions_registered,
+				   ctx->regions_registered + count);
+			count = 0;
 		}
-		if (!r && snap)
+		for (n = 0; r && n < UMMUNOT_HANDLE_CHUNK; r = r->next, n++)
+			ummunot_region_watch(ctx, r);
+		if (!r)
 			ummunot_inflight_snap(ctx, head, snap);
 		spin_unlock(&ctx->event_lock);
-		cond_resched();
+		if (r)
+			cond_resched();
 	}
 }
 
 /*
- * Undo REGISTER phase 2 for the chain at @head: every region has a handle,
- * is counted in nr_regions/nr_armed and is watched.
+ * Undo REGISTER phase 2 for the chain at @head of @count regions: every
+ * region has a handle, is counted and is watched.
  */
 static void ummunot_register_undo(struct ummunot_ctx *ctx,
-				  struct ummunot_kregion *head)
+				  struct ummunot_kregion *head, u32 count)
 {
-	struct ummunot_kregion *r;
-	u32 armed = 0, nr = 0;
+	struct ummunot_kregion *r = head;
+	u32 armed = 0;
 
-	ummunot_chain_watch(ctx, head, false, NULL);
+	while (r) {
+		unsigned int n;
+
+		spin_lock(&ctx->event_lock);
+		for (n = 0; r && n < UMMUNOT_HANDLE_CHUNK; r = r->next, n++) {
+			ummunot_region_unwatch(ctx, r);
+			if (r->armed)
+				armed++;
+		}
+		if (!r) {
+			WRITE_ONCE(ctx->nr_armed, ctx->nr_armed - armed);
+			WRITE_ONCE(ctx->nr_regions, ctx->nr_regions - count);
+			WRITE_ONCE(ctx->regions_registered,
+				   ctx->regions_registered - count);
+		}
+		spin_unlock(&ctx->event_lock);
+		if (r)
+			cond_resched();
+	}
 	for (r = head; r; r = r->next)
 		ummunot_handle_del(ctx, r);
-
-	spin_lock(&ctx->event_lock);
-	for (r = head; r; r = r->next) {
-		nr++;
-		if (r->armed)
-			armed++;
-	}
-	WRITE_ONCE(ctx->nr_armed, ctx->nr_armed - armed);
-	WRITE_ONCE(ctx->nr_regions, ctx->nr_regions - nr);
-	spin_unlock(&ctx->event_lock);
 }
 
 /* REGISTER phases 2 and 3, under ctx->lock. */
@@ -293,7 +303,7 @@ static long ummunot_register_commit(struct ummunot_ctx *ctx,
 	 * on a signal while it takes every VMA's lock.  Nothing is watched
 	 * then, so the call is restarted transparently instead of failing.
 	 */
-	ret = ummunot_notifier_attach(ctx);
+	ret = ctx->mn_attached ? 0 : ummunot_notifier_attach(ctx);
 	if (ret) {
 		b->error_index = b->count;
 		return ret == -EINTR ? -ERESTARTNOINTR : ret;
@@ -306,21 +316,15 @@ static long ummunot_register_commit(struct ummunot_ctx *ctx,
 	}
 
 	/*
-	 * Counted before they are watched: a callback may disarm (and
-	 * uncount) a region as soon as it is in the tree, so nr_armed never
-	 * goes below zero and never exceeds nr_regions.
-	 */
-	ummunot_count_regions(ctx, b->count);
-
-	/*
 	 * Watch, then wait out the invalidations that were already under way
 	 * over the regions (they started before the regions were in the tree
 	 * and produced no event): when this ioctl returns, pages pinned over
 	 * the regions are the ones those invalidations left, and every later
 	 * invalidation of them produces an event.
 	 */
-	ummunot_chain_watch(ctx, head, true, &snap);
-	ret = ummunot_inflight_wait(ctx, &snap);
+	ummunot_chain_watch(ctx, head, b->count, &snap);
+	ret = ummunot_inflight_none(&snap) ? 0 :
+	      ummunot_inflight_wait(ctx, &snap);
 	if (ret) {
 		b->error_index = b->count;
 		goto undo;
@@ -335,13 +339,10 @@ static long ummunot_register_commit(struct ummunot_ctx *ctx,
 		}
 	}
 
-	spin_lock(&ctx->event_lock);
-	WRITE_ONCE(ctx->regions_registered, ctx->regions_registered + b->count);
-	spin_unlock(&ctx->event_lock);
 	return 0;
 
 undo:
-	ummunot_register_undo(ctx, head);
+	ummunot_register_undo(ctx, head, b->count);
 	return ret;
 }
 
@@ -478,7 +479,8 @@ static long ummunot_apply_unregister(struct ummunot_ctx *ctx,
 		struct ummunot_kregion *next = r->next;
 
 		ummunot_region_destroy(ctx, r);
-		cond_resched();
+		if (next)
+			cond_resched();
 		r = next;
 	}
 	return 0;
@@ -514,19 +516,22 @@ static long ummunot_apply_rearm(struct ummunot_ctx *ctx,
 		if (!r)
 			ummunot_inflight_snap(ctx, head, &snap);
 		spin_unlock(&ctx->event_lock);
-		cond_resched();
+		if (r)
+			cond_resched();
 	}
-	return ummunot_inflight_wait(ctx, &snap);
+	return ummunot_inflight_none(&snap) ? 0 :
+	       ummunot_inflight_wait(ctx, &snap);
 }
 
 /*
  * UNREGISTER and REARM: resolve every handle first (all-or-nothing), then
  * apply the operation to all of them under ctx->lock.
  */
-static long ummunot_ioctl_handles(struct ummunot_ctx *ctx,
-				  struct ummunot_batch __user *ubatch, bool unique,
-				  long (*apply)(struct ummunot_ctx *ctx,
-						struct ummunot_kregion *head))
+static __always_inline long
+ummunot_ioctl_handles(struct ummunot_ctx *ctx,
+		      struct ummunot_batch __user *ubatch, bool unique,
+		      long (*apply)(struct ummunot_ctx *ctx,
+				    struct ummunot_kregion *head))
 {
 	u64 buf[UMMUNOT_HANDLE_STACK];	/* no allocation: never ENOMEM */
 	struct ummunot_kregion *head = NULL;
