@@ -57,11 +57,6 @@ public:
 
 		entry *ent(unsigned int i) const { return static_cast<entry *>(ptr[i]); }
 		node *child(unsigned int i) const { return static_cast<node *>(ptr[i]); }
-		// The number of slots whose key is at most s.  Counted, not
-		// binary-searched: the loads are independent (a binary search's
-		// are a chain, each waiting for the last from memory) and the
-		// loop vectorises; with 32 sorted keys this is the faster of the
-		// two on a cold node, which is the hit path's case.
 		// The number of slots whose key is at most s: the branch-free
 		// halving of a binary search (random keys make every branch of
 		// a classic one a coin toss for the predictor).  Counting all
