@@ -10,14 +10,16 @@
  *   REGISTER:   1. without ctx->lock: charge the user and mm limits, copy
  *                  and validate every element, allocate every region;
  *               2. under ctx->lock: attach the file's notifier (the
- *                  first time; the only step here that can fail), check
- *                  max_regions, assign handles, count the regions (armed),
+ *                  first time), check max_regions, assign handles and
+ *                  write them back (a fault fails the call with nothing
+ *                  watched, no event posted, no counter moved);
+ *               3. still under ctx->lock: count the regions (armed),
  *                  watch them and wait out the invalidations in flight
- *                  over them;
- *               3. still under ctx->lock: write the handles back.  If that
- *                  faults, every region of the batch is removed again and
- *                  the call fails: the caller never holds a handle of a
- *                  region that exists unless the call succeeded.
+ *                  over them.  The wait ends early only for a dying
+ *                  process; its regions are then removed again.  Either
+ *                  way the handles the caller holds after a failed call
+ *                  name no region, and regions_registered never goes
+ *                  back.
  *   UNREGISTER: under ctx->lock, copy the handles chunk by chunk, look each
  *               up and chain it (->marked refuses duplicates), then remove.
  *   REARM:      the same, duplicates skipped, then arm and wait out
@@ -249,8 +251,9 @@ static void ummunot_chain_watch(struct ummunot_ctx *ctx,
 }
 
 /*
- * Undo REGISTER phase 2 for the chain at @head of @count regions: every
- * region has a handle, is counted and is watched.
+ * Undo REGISTER phase 3 for the chain at @head of @count regions: every
+ * region has a handle, is counted and is watched.  regions_registered
+ * keeps them: it only grows (they were registered, then removed).
  */
 static void ummunot_register_undo(struct ummunot_ctx *ctx,
 				  struct ummunot_kregion *head, u32 count)
@@ -270,8 +273,6 @@ static void ummunot_register_undo(struct ummunot_ctx *ctx,
 		if (!r) {
 			WRITE_ONCE(ctx->nr_armed, ctx->nr_armed - armed);
 			WRITE_ONCE(ctx->nr_regions, ctx->nr_regions - count);
-			WRITE_ONCE(ctx->regions_registered,
-				   ctx->regions_registered - count);
 		}
 		spin_unlock(&ctx->event_lock);
 		if (r)
@@ -315,6 +316,16 @@ static long ummunot_register_commit(struct ummunot_ctx *ctx,
 		r->armed = true;
 	}
 
+	/* Tell the caller before anything is watched. */
+	for (r = head, i = 0; r; r = r->next, i++) {
+		if (put_user(ummunot_kregion_handle(r), &uregs[i].handle)) {
+			b->error_index = i;
+			for (r = head; r; r = r->next)
+				ummunot_handle_del(ctx, r);
+			return -EFAULT;
+		}
+	}
+
 	/*
 	 * Watch, then wait out the invalidations that were already under way
 	 * over the regions (they started before the regions were in the tree
@@ -327,22 +338,8 @@ static long ummunot_register_commit(struct ummunot_ctx *ctx,
 	      ummunot_inflight_wait(ctx, &snap);
 	if (ret) {
 		b->error_index = b->count;
-		goto undo;
+		ummunot_register_undo(ctx, head, b->count);
 	}
-
-	/* Tell the caller, now that every region exists. */
-	for (r = head, i = 0; r; r = r->next, i++) {
-		if (put_user(ummunot_kregion_handle(r), &uregs[i].handle)) {
-			b->error_index = i;
-			ret = -EFAULT;
-			goto undo;
-		}
-	}
-
-	return 0;
-
-undo:
-	ummunot_register_undo(ctx, head, b->count);
 	return ret;
 }
 
