@@ -4,7 +4,8 @@
  * maximum (2^31-1), REGISTER, UNREGISTER and REARM with count 2^28 fail
  * cleanly (no WARNING from kvmalloc in the kernel log, which the runner
  * checks), and batches that span several of the module's copy chunks keep
- * exact error_index values and all-or-nothing behaviour.
+ * exact error_index values and all-or-nothing behaviour, also when the
+ * handles cannot be written back.
  */
 #include "helpers.h"
 
@@ -99,6 +100,36 @@ int main(int argc, char **argv)
 	}
 	t_get_stats(&f, &st);
 	T_EQ("regions after the faulting batch", N, st.regions);
+
+	/*
+	 * An array the caller can read but not write: the handles cannot be
+	 * written back.  EFAULT, and nothing happened: no region, no event
+	 * when the range then changes, regions_registered unchanged (it never
+	 * goes back).
+	 */
+	{
+		struct ummunot_region *ro;
+		uint64_t registered = st.regions_registered;
+		char *page = t_map_anon(1, true);
+
+		ro = mmap(NULL, t_page, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		T_ASSERT(ro != MAP_FAILED, "mmap: %s", t_errname(errno));
+		ro[0] = (struct ummunot_region){ .start = (uintptr_t)page,
+						 .length = t_page, .cookie = 9 };
+		ro[1] = ro[0];
+		T_OK("mprotect(PROT_READ)", mprotect(ro, t_page, PROT_READ));
+		ret = t_register_batch(f.fd, ro, 2, &idx);
+		T_EQ("REGISTER from a read-only array: -errno", -EFAULT, ret);
+		T_EQ("error_index (first handle not writable)", 0, idx);
+		t_get_stats(&f, &st);
+		T_EQ("regions after it", N, st.regions);
+		T_EQ("regions_registered after it", registered,
+		     st.regions_registered);
+		T_OK("munmap of its range", munmap(page, t_page));
+		t_expect_no_event(&f, "munmap of a range whose REGISTER failed");
+		T_OK("munmap", munmap(ro, t_page));
+	}
 
 	/* Handles across chunks: a duplicate late in the batch changes nothing. */
 	h[N] = h[3];
