@@ -847,3 +847,34 @@ pid_t t_fork_userns(uid_t creator, unsigned int outer_base, unsigned int nr,
 	close(go[1]);
 	return pid;
 }
+
+static void *t_zap_thread(void *arg)
+{
+	struct t_zap *z = arg;
+
+	z->ret = madvise(z->p, z->len, MADV_DONTNEED);
+	z->err = errno;
+	return NULL;
+}
+
+void t_zap_start(struct t_zap *z, void *p, size_t len)
+{
+	int err;
+
+	z->p = p;
+	z->len = len;
+	z->ret = -1;
+	z->err = 0;
+	err = pthread_create(&z->th, NULL, t_zap_thread, z);
+	if (err)
+		t_fail("pthread_create: %s", t_errname(err));
+}
+
+int t_zap_join(struct t_zap *z)
+{
+	int err = pthread_join(z->th, NULL);
+
+	if (err)
+		t_fail("pthread_join: %s", t_errname(err));
+	return z->ret;
+}

@@ -4,6 +4,7 @@
 #define UMMUNOT_TESTS_KMOD_HELPERS_H
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -209,6 +210,21 @@ void *t_map_anon(size_t npages, bool touch);
 /* Same, placed at a multiple of align (a power of two). */
 void *t_map_anon_aligned(size_t npages, size_t align, bool touch);
 void t_touch(void *p, size_t len);
+
+/*
+ * A second thread that runs madvise(p, len, MADV_DONTNEED) once: one
+ * invalidation over the whole range.  t_zap_join() waits for it and
+ * returns madvise's result (0 or -1 with errno in z->err).
+ */
+struct t_zap {
+	void *p;
+	size_t len;
+	int ret;
+	int err;
+	pthread_t th;
+};
+void t_zap_start(struct t_zap *z, void *p, size_t len);
+int t_zap_join(struct t_zap *z);
 
 /*
  * Module parameters.  t_param_set() remembers the first value it replaced

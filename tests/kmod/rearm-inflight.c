@@ -16,25 +16,10 @@
  */
 #include "helpers.h"
 
-#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-
-struct zap {
-	char *p;
-	size_t len;
-	int ret;
-};
-
-static void *zap_thread(void *arg)
-{
-	struct zap *z = arg;
-
-	z->ret = madvise(z->p, z->len, MADV_DONTNEED);
-	return NULL;
-}
 
 int main(int argc, char **argv)
 {
@@ -67,8 +52,7 @@ int main(int argc, char **argv)
 	for (unsigned int r = 0; r < rounds; r++) {
 		volatile char *marker = p + len - t_page;
 		struct ummunot_event ev;
-		struct zap z = { p, len, 0 };
-		pthread_t th;
+		struct t_zap z;
 
 		t_touch(p, len);
 		/* Only after a lost round: reading the dropped marker mapped
@@ -78,7 +62,7 @@ int main(int argc, char **argv)
 			f.next_seq = ev.seq + 1;
 		}
 		t_rearm(&f, h);
-		T_EQ("pthread_create", 0, pthread_create(&th, NULL, zap_thread, &z));
+		t_zap_start(&z, p, len);
 		/* The callback posts the event before the page walk starts. */
 		while (!t_pending(&f))
 			sched_yield();
@@ -95,8 +79,7 @@ int main(int argc, char **argv)
 		f.next_seq = ev.seq + 1;
 		t_rearm(&f, h);
 		*marker = (char)(0x5a + r);
-		T_EQ("pthread_join", 0, pthread_join(th, NULL));
-		T_EQ("madvise(MADV_DONTNEED) in the zap thread", 0, z.ret);
+		T_EQ("madvise(MADV_DONTNEED) in the zap thread", 0, t_zap_join(&z));
 		if (*marker == (char)(0x5a + r)) {
 			/* (Any event since REARM, e.g. a page migrated by
 			 * compaction, is drained at the top of the next round.) */

@@ -27,25 +27,10 @@
  */
 #include "helpers.h"
 
-#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-
-struct zap {
-	char *p;
-	size_t len;
-	int ret;
-};
-
-static void *zap_thread(void *arg)
-{
-	struct zap *z = arg;
-
-	z->ret = madvise(z->p, z->len, MADV_DONTNEED);
-	return NULL;
-}
 
 /* Events the watcher's ring has received so far. */
 static uint64_t posted(const struct t_file *g)
@@ -94,10 +79,9 @@ int main(int argc, char **argv)
 
 	while ((rearm_counted < rounds || reg_counted < rounds) &&
 	       tries < 40 * rounds) {
-		struct zap z = { .p = u, .len = len };
+		struct t_zap z;
 		uint64_t base, at_rearm, after_rearm, at_reg, after_reg;
 		struct ummunot_event ev;
-		pthread_t th;
 		uint64_t hn;
 
 		tries++;
@@ -108,7 +92,7 @@ int main(int argc, char **argv)
 		T_OK("REARM the watcher's regions",
 		     t_handle_batch(g.fd, UMMUNOT_IOC_REARM, hu, nr, NULL));
 		base = posted(&g);
-		T_EQ("pthread_create", 0, pthread_create(&th, NULL, zap_thread, &z));
+		t_zap_start(&z, u, len);
 		/* The first of the zap's events: it has started. */
 		while (posted(&g) == base)
 			sched_yield();
@@ -135,8 +119,7 @@ int main(int argc, char **argv)
 			after_rearm = posted(&g) - base;
 		}
 
-		T_EQ("pthread_join", 0, pthread_join(th, NULL));
-		T_EQ("madvise(MADV_DONTNEED) in the zap thread", 0, z.ret);
+		T_EQ("madvise(MADV_DONTNEED) in the zap thread", 0, t_zap_join(&z));
 		T_EQ("events of the zap", (uint64_t)nr, posted(&g) - base);
 		t_unregister(&f, hn);
 		t_log("try %u: zap events at REARM %llu -> %llu, at REGISTER %llu -> %llu, of %u",
