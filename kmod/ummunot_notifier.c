@@ -267,7 +267,8 @@ static const struct mmu_notifier_ops ummunot_mn_ops = {
 
 /*
  * Watch the owner's address space; under ctx->lock, called by REGISTER in
- * the owner's context (current->mm == ctx->mm, so mm_users > 0).  Takes
+ * the owner's context (current->mm == ctx->mm, so mm_users > 0) while
+ * !ctx->mn_attached.  Takes
  * mmap_lock and every VMA's rmap lock once per file; -EINTR on a signal.
  */
 int ummunot_notifier_attach(struct ummunot_ctx *ctx)
@@ -275,8 +276,6 @@ int ummunot_notifier_attach(struct ummunot_ctx *ctx)
 	int ret;
 
 	lockdep_assert_held(&ctx->lock);
-	if (ctx->mn_attached)
-		return 0;
 	ctx->mn.ops = &ummunot_mn_ops;
 	ret = mmu_notifier_register(&ctx->mn, ctx->mm);
 	if (!ret)
